@@ -1,0 +1,48 @@
+# Two commands do all the set-up on a fresh machine with Python 3.11:
+#   make demo   installs aart with the embedded model and runs the main job on it
+#   make test   installs aart with the dev tools and runs the test suite
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip --disable-pip-version-check
+WHEELS := .wheels
+LLAMA_VERSION := 0.3.36
+# A portable CPU build: -march=native pulls in AMX kernels that crash on some virtual CPUs.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+LLAMA_WHEEL_STAMP := $(WHEELS)/.llama-$(LLAMA_VERSION)
+DEMO_OUT ?= runs/aart-demo-small
+
+.PHONY: demo test install lint bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q pip==25.3
+
+# llama-cpp-python compiles from source (about 4 minutes on 2 cores); built once into .wheels/.
+$(LLAMA_WHEEL_STAMP): | $(PY)
+	mkdir -p $(WHEELS)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) wheel --no-deps --no-cache-dir -w $(WHEELS) \
+		llama-cpp-python==$(LLAMA_VERSION)
+	touch $@
+
+$(VENV)/.installed: pyproject.toml constraints.txt $(LLAMA_WHEEL_STAMP) | $(PY)
+	$(PIP) install -q -c constraints.txt --find-links $(WHEELS) -e '.[local,dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(VENV)/bin/aart run aart-demo --size small --out $(DEMO_OUT)
+
+test: install
+	$(PY) -m pytest -q
+
+lint: install
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/mypy src/aart
+
+bench: install
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) $(WHEELS) runs .pytest_cache

@@ -1,0 +1,16 @@
+"""aart: AI-assisted red-teaming with diverse, annotated adversarial data generation.
+
+The Python API mirrors the CLI: :func:`define`, :func:`scope`, :func:`generate`, :func:`run`.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("aart-redteam")
+except PackageNotFoundError:  # running from a source tree
+    __version__ = "0.0.0"
+
+from .errors import AartError  # noqa: E402
+from .pipeline import RunResult, define, dry_run, generate, run, scope  # noqa: E402
+
+__all__ = ["AartError", "RunResult", "__version__", "define", "dry_run", "generate", "run", "scope"]

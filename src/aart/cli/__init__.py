@@ -1,0 +1,1 @@
+"""The ``aart`` command line: one module per command; ``main`` only wires them."""

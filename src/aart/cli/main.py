@@ -1,0 +1,48 @@
+"""Entry point: wires the command modules and turns expected errors into short messages."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .. import __version__
+from ..errors import AartError
+from .recipes_cmd import init_command, recipes_command
+from .run_cmd import run_command
+from .steps_cmd import define_command, generate_command, scope_command
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="aart")
+def cli() -> None:
+    """aart: AI-assisted red-teaming. Write a recipe, get a diverse, annotated adversarial
+    prompt dataset for your LLM application."""
+
+
+for command in (run_command, define_command, scope_command, generate_command,
+                recipes_command, init_command):
+    cli.add_command(command)
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except AartError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        click.echo(
+            "\ninterrupted: finished work is saved; re-run the same command to resume", err=True
+        )
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""`aart run`: the main job, define -> scope -> generate in one go."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .. import pipeline
+from ..steps.scope import Plan
+from .common import echo_kv, model_option, no_cache_option, progress_bars, size_option
+
+
+@click.command("run")
+@click.argument("recipe")
+@model_option
+@click.option("--out", "-o", default=None, help="Run directory (default: runs/<recipe>[-size]).")
+@size_option
+@no_cache_option
+@click.option("--dry-run", is_flag=True, help="Estimate calls and tokens; spend nothing.")
+def run_command(
+    recipe: str, model: str | None, out: str | None, size: str | None, no_cache: bool, dry_run: bool
+) -> None:
+    """Run the three AART steps on RECIPE (a path or a built-in name, see `aart recipes`).
+
+    Running the same command again on the same --out resumes instead of starting over.
+    """
+    if dry_run:
+        est = pipeline.dry_run(recipe, model=model, size=size)
+        click.echo(json.dumps(est, indent=2))
+        return
+
+    def show_plan(plan: Plan) -> None:
+        click.echo("blueprint:")
+        for line in plan.summary_lines():
+            click.echo(f"  {line}")
+
+    with progress_bars() as bars:
+        result = pipeline.run(
+            recipe, out=out, model=model, size=size, no_cache=no_cache, progress=bars,
+            on_plan=show_plan,
+        )
+    s, u = result.stats, result.usage
+    click.echo(f"\naart run finished in {result.seconds:.1f}s: {result.root}")
+    echo_kv([
+        ("prompts", f"{s.prompts} of {s.requested} requested"
+                    + (f" (SHORT by {s.shortfall})" if s.shortfall else "")),
+        ("valid items", f"{s.valid_items}/{s.items} ({s.valid_rate:.1%})"),
+        ("duplicates", f"{s.exact_duplicates} exact, {s.near_duplicates} near (removed)"),
+        ("refusals", f"{s.refused_items} items, {s.refused_calls} whole answers (topped up)"),
+        ("jobs", f"{s.jobs} ({s.topup_jobs} top-up, {s.failed_jobs} failed)"),
+        ("calls", f"{u['calls']} ({u['failed_calls']} failed or invalid)"),
+        ("tokens", f"{u['prompt_tokens'] + u['completion_tokens']:,} "
+                   f"({u['prompt_tokens']:,} in, {u['completion_tokens']:,} out)"),
+        ("cost", f"${u['cost']:.4f}"),
+    ])
+    click.echo("outputs:")
+    for name, path in result.outputs.items():
+        click.echo(f"  {name:<18} {path}")

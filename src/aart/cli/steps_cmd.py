@@ -1,0 +1,55 @@
+"""`aart define`, `aart scope`, `aart generate`: the three steps one at a time, so a human can
+edit the artifacts in between."""
+
+from __future__ import annotations
+
+import click
+
+from .. import pipeline
+from .common import echo_kv, model_option, no_cache_option, progress_bars, size_option
+
+
+@click.command("define")
+@click.argument("recipe")
+@click.option("--out", "-o", default=None, help="Run directory (default: runs/<recipe>[-size]).")
+@model_option
+@size_option
+@no_cache_option
+@click.option("--force", is_flag=True, help="Re-enumerate even dimensions whose file exists.")
+def define_command(
+    recipe: str, out: str | None, model: str | None, size: str | None, no_cache: bool, force: bool
+) -> None:
+    """Step 1: enumerate each dimension's values into RUN/dimensions/*.yaml."""
+    counts = pipeline.define(recipe, out, model=model, size=size, no_cache=no_cache, force=force)
+    root = out or pipeline.default_out(recipe, size)
+    click.echo(f"dimensions written to {root}/dimensions/ (edit them, then `aart scope {root}`):")
+    echo_kv([(name, f"{n} values") for name, n in counts.items()])
+
+
+@click.command("scope")
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@model_option
+@click.option("--force", is_flag=True, help="Rebuild the blueprint even if it exists (drops edits).")
+def scope_command(run_dir: str, model: str | None, force: bool) -> None:
+    """Step 2: filter the value lists and write RUN/blueprint.jsonl (the data mix)."""
+    plan = pipeline.scope(run_dir, model=model, force=force)
+    click.echo(f"blueprint: {run_dir}/blueprint.jsonl (edit it, then `aart generate {run_dir}`)")
+    for line in plan.summary_lines():
+        click.echo(f"  {line}")
+
+
+@click.command("generate")
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@model_option
+@no_cache_option
+def generate_command(run_dir: str, model: str | None, no_cache: bool) -> None:
+    """Step 3: generate the dataset for RUN/blueprint.jsonl; resumes finished attempts."""
+    with progress_bars() as bars:
+        s = pipeline.generate(run_dir, model=model, no_cache=no_cache, progress=bars)
+    click.echo(f"dataset: {run_dir}/dataset.jsonl")
+    echo_kv([
+        ("prompts", f"{s.prompts} of {s.requested} requested"),
+        ("valid items", f"{s.valid_items}/{s.items} ({s.valid_rate:.1%})"),
+        ("duplicates", f"{s.exact_duplicates} exact, {s.near_duplicates} near"),
+        ("refusals", f"{s.refused_items} items, {s.refused_calls} answers"),
+    ])

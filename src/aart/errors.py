@@ -1,0 +1,78 @@
+"""The exceptions aart raises on purpose.
+
+    AartError                      base; the CLI prints its message, no traceback
+    ├── UsageError                 the user can fix the input (exit code 2)
+    │   ├── RecipeError            a recipe file is invalid; carries file:line:column
+    │   ├── ConfigError            unknown provider, missing API key, bad option
+    │   └── BudgetError            the planned work exceeds the recipe's budget
+    └── RuntimeFailure             something failed while running (exit code 1)
+        ├── ProviderError          an endpoint failed after retries, or answered unusably
+        │   └── TransientError     a retryable failure (429, 5xx, timeout, connection)
+        ├── StructuredOutputError  a model never produced valid structured output
+        └── ModelFileError         a local model file is missing or corrupted
+"""
+
+from __future__ import annotations
+
+
+class AartError(Exception):
+    """Base class; ``exit_code`` is what the CLI returns."""
+
+    exit_code = 1
+
+
+class UsageError(AartError):
+    exit_code = 2
+
+
+class RecipeError(UsageError):
+    def __init__(
+        self, message: str, *, file: str | None = None, line: int | None = None,
+        column: int | None = None, fix: str | None = None,
+    ) -> None:
+        self.file, self.line, self.column, self.fix = file, line, column, fix
+        where = file or "<recipe>"
+        if line is not None:
+            where += f":{line}"
+            if column is not None:
+                where += f":{column}"
+        text = f"{where}: {message}"
+        if fix:
+            text += f"\n  fix: {fix}"
+        super().__init__(text)
+
+
+class ConfigError(UsageError):
+    pass
+
+
+class BudgetError(UsageError):
+    pass
+
+
+class RuntimeFailure(AartError):
+    exit_code = 1
+
+
+class ProviderError(RuntimeFailure):
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+class TransientError(ProviderError):
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
+        self.retry_after = retry_after
+        super().__init__(message, status=status)
+
+
+class StructuredOutputError(RuntimeFailure):
+    def __init__(self, message: str, *, raw_text: str = "") -> None:
+        self.raw_text = raw_text
+        super().__init__(message)
+
+
+class ModelFileError(RuntimeFailure):
+    pass

@@ -1,0 +1,111 @@
+"""Retry policy, rate limits, prices and budgets: the policies around every model call."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from ..errors import RuntimeFailure, TransientError
+from .types import Usage
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 5
+    base: float = 0.5
+    max_delay: float = 30.0
+
+    def delay(self, attempt: int, error: TransientError, rng: random.Random) -> float:
+        """Exponential backoff with full jitter; a server's Retry-After wins when given
+        (capped at ten minutes, so a broken header cannot hang a run)."""
+        if error.retry_after is not None:
+            return min(error.retry_after, 600.0)
+        return rng.uniform(0, min(self.max_delay, self.base * 2**attempt))
+
+
+class RateLimiter:
+    """Requests-per-minute and tokens-per-minute over a sliding 60-second window."""
+
+    def __init__(self, rpm: float | None = None, tpm: float | None = None) -> None:
+        self.rpm, self.tpm = rpm, tpm
+        self._requests: deque[float] = deque()
+        self._tokens: deque[tuple[float, int]] = deque()
+        self._lock = asyncio.Lock()
+
+    @property
+    def active(self) -> bool:
+        return bool(self.rpm or self.tpm)
+
+    async def acquire(self, tokens: int) -> None:
+        if not self.active:
+            return
+        async with self._lock:
+            while True:
+                now = time.monotonic()
+                while self._requests and now - self._requests[0] >= 60:
+                    self._requests.popleft()
+                while self._tokens and now - self._tokens[0][0] >= 60:
+                    self._tokens.popleft()
+                used = sum(t for _, t in self._tokens)
+                wait = 0.0
+                if self.rpm and len(self._requests) >= self.rpm:
+                    wait = 60 - (now - self._requests[0])
+                if self.tpm and self._tokens and used + tokens > self.tpm:
+                    wait = max(wait, 60 - (now - self._tokens[0][0]))
+                if wait <= 0:
+                    self._requests.append(now)
+                    self._tokens.append((now, tokens))
+                    return
+                await asyncio.sleep(wait)
+
+
+@dataclass(frozen=True)
+class Price:
+    """US dollars per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+
+    def cost(self, usage: Usage) -> float:
+        return (usage.prompt_tokens * self.input + usage.completion_tokens * self.output) / 1e6
+
+
+class BudgetExhausted(RuntimeFailure):
+    pass
+
+
+@dataclass
+class Budget:
+    """Caps on paid calls, tokens and cost for a run (None means unlimited). ``spent`` starts
+    from what earlier invocations of the same run already paid for."""
+
+    max_calls: int | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    calls: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    _warned: bool = field(default=False, repr=False)
+
+    def check(self) -> None:
+        if self.max_calls is not None and self.calls >= self.max_calls:
+            raise BudgetExhausted(self._msg(f"{self.calls} calls of max_calls {self.max_calls}"))
+        if self.max_tokens is not None and self.tokens >= self.max_tokens:
+            raise BudgetExhausted(self._msg(f"{self.tokens} tokens of max_tokens {self.max_tokens}"))
+        if self.max_cost is not None and self.cost >= self.max_cost:
+            raise BudgetExhausted(self._msg(f"${self.cost:.4f} of max_cost ${self.max_cost}"))
+
+    @staticmethod
+    def _msg(what: str) -> str:
+        return (
+            f"budget exhausted ({what}); work done so far is saved: raise the recipe's "
+            "budget and re-run the same command to continue"
+        )
+
+    def spend(self, usage: Usage, cost: float) -> None:
+        self.calls += 1
+        self.tokens += usage.total_tokens
+        self.cost += cost

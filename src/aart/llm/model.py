@@ -1,0 +1,260 @@
+"""The one model interface the steps use: concurrency, retries, rate limits, cache,
+structured output and accounting around any provider."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..errors import ProviderError, StructuredOutputError, TransientError
+from .limits import Budget, Price, RateLimiter, RetryPolicy
+from .providers.base import ModelAPI, ModelOptions, create_api
+from .structured import parse_json, schema_errors
+from .types import GenerateConfig, Message, ModelOutput, RawResponse, Usage
+
+
+@dataclass
+class CallRecord:
+    """One paid call as the run store keeps it (never holds a secret)."""
+
+    model: str
+    cache_key: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency: float
+    finish_reason: str
+    cost: float
+    error: str | None = None
+    raw_text: str | None = None
+    tag: str | None = None
+
+
+class CallStore(Protocol):
+    """What the model layer needs from storage: a response cache and a call log."""
+
+    def cache_get(self, key: str) -> dict[str, Any] | None: ...
+    def cache_put(self, key: str, model: str, value: dict[str, Any]) -> None: ...
+    def record_call(self, record: CallRecord) -> int: ...
+
+
+def cache_key(
+    endpoint: str, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
+) -> str:
+    payload = {
+        "endpoint": endpoint,
+        "messages": [[m.role, m.content] for m in messages],
+        "config": config.as_dict(),
+        "schema": schema,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def estimate_tokens(messages: list[Message]) -> int:
+    """Rough token count (4 characters a token) for rate limits and dry runs."""
+    return sum(len(m.content) for m in messages) // 4 + 4 * len(messages)
+
+
+class Model:
+    """A named model with its policies. ``await model.generate(...)`` is the whole API."""
+
+    def __init__(
+        self,
+        name: str,
+        api: ModelAPI,
+        *,
+        options: ModelOptions | None = None,
+        store: CallStore | None = None,
+        use_cache: bool = True,
+        price: Price | None = None,
+        budget: Budget | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.name = name
+        self.api = api
+        self.options = options or api.options
+        self.store = store
+        self.use_cache = use_cache
+        self.price = price or Price()
+        self.budget = budget
+        self.retry = RetryPolicy(
+            self.options.max_retries, self.options.backoff_base, self.options.backoff_max
+        )
+        self.limiter = RateLimiter(self.options.rpm, self.options.tpm)
+        self.concurrency = self.options.concurrency or api.default_concurrency
+        self._sem = asyncio.Semaphore(self.concurrency)
+        self._rng = random.Random(seed)
+        self.usage = Usage()
+        self.calls = 0
+        self.cache_hits = 0
+        self.failures = 0
+
+    async def generate(
+        self,
+        messages: list[Message],
+        config: GenerateConfig | None = None,
+        schema: dict[str, Any] | None = None,
+        *,
+        validate: bool = True,
+        tag: str | None = None,
+    ) -> ModelOutput:
+        """Complete ``messages``. With ``schema`` the answer is parsed (tolerantly) into
+        ``parsed``; with ``validate`` it must also satisfy the schema. Invalid answers are
+        recorded and retried ``structured_retries`` times, then raise StructuredOutputError."""
+        config = config or GenerateConfig()
+        key = cache_key(self.api.endpoint, messages, config, schema)
+        if self.use_cache and self.store is not None:
+            hit = self.store.cache_get(key)
+            if hit is not None:
+                self.cache_hits += 1
+                out = ModelOutput(
+                    text=hit["text"],
+                    usage=Usage(**hit["usage"]),
+                    finish_reason=hit["finish_reason"],
+                    cached=True,
+                    model=self.name,
+                )
+                if schema is not None:
+                    out.parsed = parse_json(out.text)
+                return out
+
+        last_error = ""
+        last_text = ""
+        for attempt in range(self.options.structured_retries + 1):
+            # A re-ask must be able to come out differently, so it gets another seed.
+            cfg = config
+            if attempt and config.seed is not None:
+                cfg = GenerateConfig(
+                    config.temperature, config.max_tokens, config.seed + 7919 * attempt, config.stop
+                )
+            raw, latency = await self._call(messages, cfg, schema)
+            out = ModelOutput(
+                text=raw.text,
+                usage=raw.usage,
+                finish_reason=raw.finish_reason,
+                latency=latency,
+                model=self.name,
+            )
+            error = None
+            if schema is not None:
+                try:
+                    out.parsed = parse_json(raw.text)
+                    if validate:
+                        errs = schema_errors(out.parsed, schema)
+                        if errs:
+                            error = "schema: " + "; ".join(errs)
+                except ValueError as e:
+                    error = f"unparseable: {e}"
+            out.call_id = self._record(key, raw, latency, error, tag)
+            if error is None:
+                if self.use_cache and self.store is not None:
+                    self.store.cache_put(
+                        key,
+                        self.name,
+                        {
+                            "text": raw.text,
+                            "usage": {
+                                "prompt_tokens": raw.usage.prompt_tokens,
+                                "completion_tokens": raw.usage.completion_tokens,
+                            },
+                            "finish_reason": raw.finish_reason,
+                        },
+                    )
+                return out
+            self.failures += 1
+            last_error, last_text = error, raw.text
+        raise StructuredOutputError(
+            f"{self.name} gave no valid structured answer in "
+            f"{self.options.structured_retries + 1} tries ({last_error})",
+            raw_text=last_text,
+        )
+
+    async def _call(
+        self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
+    ) -> tuple[RawResponse, float]:
+        """One logical call: rate limit, concurrency slot, and retries on transient errors."""
+        attempt = 0
+        while True:
+            if self.budget is not None:
+                self.budget.check()
+            await self.limiter.acquire(estimate_tokens(messages) + config.max_tokens)
+            async with self._sem:
+                start = time.perf_counter()
+                try:
+                    raw = await asyncio.wait_for(
+                        self.api.complete(messages, config, schema), self.options.timeout
+                    )
+                    return raw, time.perf_counter() - start
+                except TimeoutError as e:
+                    err: TransientError = TransientError(
+                        f"{self.name}: no answer within {self.options.timeout}s"
+                    )
+                    err.__cause__ = e
+                except TransientError as e:
+                    err = e
+            self._record("", RawResponse(""), time.perf_counter() - start, str(err), None)
+            if attempt >= self.retry.max_retries:
+                raise ProviderError(
+                    f"{err} (gave up after {attempt + 1} attempts)", status=err.status
+                ) from err
+            await asyncio.sleep(self.retry.delay(attempt, err, self._rng))
+            attempt += 1
+
+    def _record(
+        self, key: str, raw: RawResponse, latency: float, error: str | None, tag: str | None
+    ) -> int | None:
+        cost = self.price.cost(raw.usage)
+        if key:  # a transport failure spent nothing we can count
+            self.calls += 1
+            self.usage.add(raw.usage)
+            if self.budget is not None:
+                self.budget.spend(raw.usage, cost)
+        if self.store is None:
+            return None
+        return self.store.record_call(
+            CallRecord(
+                model=self.name,
+                cache_key=key,
+                prompt_tokens=raw.usage.prompt_tokens,
+                completion_tokens=raw.usage.completion_tokens,
+                latency=latency,
+                finish_reason=raw.finish_reason,
+                cost=cost,
+                error=error,
+                raw_text=raw.text if error else None,
+                tag=tag,
+            )
+        )
+
+    @property
+    def cost(self) -> float:
+        return self.price.cost(self.usage)
+
+    async def aclose(self) -> None:
+        await self.api.aclose()
+
+
+def get_model(
+    name: str,
+    options: ModelOptions | None = None,
+    *,
+    store: CallStore | None = None,
+    use_cache: bool = True,
+    price: Price | None = None,
+    budget: Budget | None = None,
+) -> Model:
+    """Build a :class:`Model` for ``provider/model``."""
+    options = options or ModelOptions()
+    return Model(
+        name,
+        create_api(name, options),
+        options=options,
+        store=store,
+        use_cache=use_cache,
+        price=price,
+        budget=budget,
+    )

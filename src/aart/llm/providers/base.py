@@ -1,0 +1,107 @@
+"""The provider interface every backend implements, and the registry that names them."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import ConfigError
+from ..types import GenerateConfig, Message, RawResponse
+
+
+@dataclass
+class ModelOptions:
+    """Per-endpoint settings; every field may come from a recipe, a flag or the environment."""
+
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = 120.0
+    concurrency: int | None = None
+    max_retries: int = 5
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
+    rpm: float | None = None
+    tpm: float | None = None
+    structured_retries: int = 2
+    n_ctx: int = 4096
+    n_threads: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class ModelAPI(ABC):
+    """One chat model behind some transport. Implementations raise
+    :class:`~aart.errors.TransientError` for what is worth retrying and
+    :class:`~aart.errors.ProviderError` for the rest."""
+
+    #: concurrency used when the options do not set one
+    default_concurrency: int = 8
+
+    def __init__(self, model: str, options: ModelOptions) -> None:
+        self.model = model
+        self.options = options
+
+    @property
+    def endpoint(self) -> str:
+        """What identifies the endpoint in cache keys and logs (never a secret)."""
+        return self.model
+
+    @abstractmethod
+    async def complete(
+        self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
+    ) -> RawResponse:
+        """Run one completion."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release connections or engines."""
+
+
+ProviderFactory = Callable[[str, ModelOptions], ModelAPI]
+_REGISTRY: dict[str, ProviderFactory] = {}
+
+
+def register_provider(name: str, factory: ProviderFactory) -> None:
+    """Register a provider under ``name`` (the part before the slash in a model name)."""
+    _REGISTRY[name] = factory
+
+
+def provider_names() -> list[str]:
+    _load_builtins()
+    return sorted(_REGISTRY)
+
+
+def create_api(model_name: str, options: ModelOptions | None = None) -> ModelAPI:
+    """Build the :class:`ModelAPI` for a ``provider/model`` name."""
+    _load_builtins()
+    provider, sep, model = model_name.partition("/")
+    if not sep or not model:
+        raise ConfigError(
+            f"model name {model_name!r} is not of the form provider/model; "
+            f"for example openai/gpt-4o-mini, local/default or fake/test "
+            f"(providers: {', '.join(sorted(_REGISTRY))})"
+        )
+    if provider not in _REGISTRY:
+        raise ConfigError(
+            f"unknown provider {provider!r} in {model_name!r}; "
+            f"use one of: {', '.join(sorted(_REGISTRY))}"
+        )
+    return _REGISTRY[provider](model, options or ModelOptions())
+
+
+_loaded = False
+
+
+def _load_builtins() -> None:
+    # Built-ins register through the same call as plugins; imported late to keep
+    # `import aart` fast and free of optional dependencies.
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from . import fake, litellm, local, openai  # noqa: F401
+
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="aart.providers"):
+        register_provider(ep.name, ep.load())

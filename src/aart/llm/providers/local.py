@@ -1,0 +1,87 @@
+"""The embedded model through llama-cpp-python, with JSON-Schema-constrained decoding."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from typing import Any
+
+from ...errors import ConfigError, ProviderError
+from ..local_model import INSTALL_HINT, resolve_model_path
+from ..types import GenerateConfig, Message, RawResponse, Usage
+from .base import ModelAPI, ModelOptions, register_provider
+
+# One engine per model file per process: loading is slow and the weights are shared.
+_ENGINES: dict[tuple[str, int], Any] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def load_engine(path: str, n_ctx: int, n_threads: int | None) -> Any:
+    try:
+        from llama_cpp import Llama
+    except ImportError as e:
+        raise ConfigError(f"the embedded model needs llama-cpp-python: {INSTALL_HINT}") from e
+    with _ENGINES_LOCK:
+        key = (path, n_ctx)
+        if key not in _ENGINES:
+            try:
+                _ENGINES[key] = Llama(
+                    model_path=path,
+                    n_ctx=n_ctx,
+                    n_threads=n_threads or os.cpu_count() or 2,
+                    verbose=False,
+                )
+            except (ValueError, RuntimeError) as e:
+                raise ProviderError(f"could not load {path}: {e}; is it a valid GGUF?") from e
+        return _ENGINES[key]
+
+
+class LocalLlamaAPI(ModelAPI):
+    # One generation at a time: llama.cpp contexts are not thread-safe and the CPU is the limit.
+    default_concurrency = 1
+
+    def __init__(self, model: str, options: ModelOptions) -> None:
+        super().__init__(model, options)
+        self.path = str(resolve_model_path(model))
+        self._lock = asyncio.Lock()
+
+    @property
+    def endpoint(self) -> str:
+        return f"local:{os.path.basename(self.path)}"
+
+    def _run(
+        self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
+    ) -> RawResponse:
+        engine = load_engine(self.path, self.options.n_ctx, self.options.n_threads)
+        kwargs: dict[str, Any] = {
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "temperature": config.temperature,
+            "max_tokens": config.max_tokens,
+        }
+        if config.seed is not None:
+            kwargs["seed"] = config.seed
+        if config.stop:
+            kwargs["stop"] = list(config.stop)
+        if schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        try:
+            out = engine.create_chat_completion(**kwargs)
+        except ValueError as e:  # e.g. prompt longer than the context window
+            raise ProviderError(f"embedded model failed: {e}") from e
+        choice = out["choices"][0]
+        u = out.get("usage") or {}
+        return RawResponse(
+            text=choice["message"].get("content") or "",
+            usage=Usage(u.get("prompt_tokens", 0), u.get("completion_tokens", 0)),
+            finish_reason=choice.get("finish_reason") or "stop",
+        )
+
+    async def complete(
+        self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
+    ) -> RawResponse:
+        async with self._lock:
+            return await asyncio.to_thread(self._run, messages, config, schema)
+
+
+register_provider("local", LocalLlamaAPI)

@@ -1,0 +1,161 @@
+"""Any OpenAI-compatible chat-completions endpoint: OpenAI, vLLM, Ollama, llama.cpp server,
+LM Studio, hosted gateways."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import os
+import time
+from typing import Any
+
+import httpx
+
+from ...errors import ConfigError, ProviderError, TransientError
+from ..structured import schema_instructions
+from ..types import GenerateConfig, Message, RawResponse, Usage
+from .base import ModelAPI, ModelOptions, register_provider
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# Structured-output modes, best first; a server that rejects one falls back to the next.
+MODES = ("json_schema", "json_object", "prompt")
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class OpenAIChatAPI(ModelAPI):
+    def __init__(self, model: str, options: ModelOptions) -> None:
+        super().__init__(model, options)
+        self.base_url = (
+            options.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        ).rstrip("/")
+        key = os.environ.get(options.api_key_env)
+        if not key and self.base_url == DEFAULT_BASE_URL:
+            raise ConfigError(
+                f"openai/{model} needs an API key: export {options.api_key_env}=... "
+                "(or set OPENAI_BASE_URL / the recipe's base_url to a local server)"
+            )
+        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self.mode = options.extra.get("structured_mode", MODES[0])
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.base_url}#{self.model}"
+
+    def _http(self) -> httpx.AsyncClient:
+        # A client is bound to the event loop that created it; the sync facades run one loop
+        # per call, so make a client per loop.
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = httpx.AsyncClient(
+                base_url=self.base_url,
+                headers=self._headers,
+                timeout=httpx.Timeout(self.options.timeout, connect=min(10.0, self.options.timeout)),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+            )
+            self._client_loop = loop
+        return self._client
+
+    def _body(
+        self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        msgs = [{"role": m.role, "content": m.content} for m in messages]
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": msgs,
+            "temperature": config.temperature,
+            "max_tokens": config.max_tokens,
+        }
+        if config.seed is not None:
+            body["seed"] = config.seed
+        if config.stop:
+            body["stop"] = list(config.stop)
+        if schema is not None:
+            if self.mode == "json_schema":
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "answer", "schema": schema, "strict": False},
+                }
+            elif self.mode == "json_object":
+                body["response_format"] = {"type": "json_object"}
+            if self.mode != "json_schema":
+                msgs.insert(0, {"role": "system", "content": schema_instructions(schema)})
+        return body
+
+    async def complete(
+        self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
+    ) -> RawResponse:
+        while True:
+            body = self._body(messages, config, schema)
+            try:
+                resp = await self._http().post("/chat/completions", json=body)
+            except httpx.TimeoutException as e:
+                raise TransientError(f"timeout talking to {self.base_url}: {e!r}") from e
+            except (httpx.TransportError, httpx.RemoteProtocolError) as e:
+                raise TransientError(
+                    f"cannot reach {self.base_url} ({type(e).__name__}); is the server "
+                    "running? set OPENAI_BASE_URL or the recipe's base_url"
+                ) from e
+            if resp.status_code in (400, 422) and schema is not None and self.mode != "prompt":
+                # The server rejected our response_format: fall back and remember it.
+                self.mode = MODES[MODES.index(self.mode) + 1]
+                continue
+            return self._parse(resp)
+
+    def _parse(self, resp: httpx.Response) -> RawResponse:
+        status = resp.status_code
+        if status == 429 or status >= 500 or status == 408:
+            raise TransientError(
+                f"HTTP {status} from {self.base_url}: {resp.text[:200]}",
+                status=status,
+                retry_after=parse_retry_after(resp.headers.get("retry-after")),
+            )
+        if status in (401, 403):
+            raise ProviderError(
+                f"HTTP {status} from {self.base_url}: authentication failed; "
+                f"check {self.options.api_key_env}",
+                status=status,
+            )
+        if status == 404:
+            raise ProviderError(
+                f"HTTP 404 from {self.base_url}: unknown model {self.model!r} or wrong base URL",
+                status=status,
+            )
+        if status >= 400:
+            raise ProviderError(f"HTTP {status} from {self.base_url}: {resp.text[:300]}", status=status)
+        try:
+            data = resp.json()
+            choice = data["choices"][0]
+            text = choice["message"].get("content") or ""
+        except (ValueError, KeyError, IndexError, TypeError) as e:
+            # A half-written body (dropped connection mid-response) is worth a retry.
+            raise TransientError(f"malformed response from {self.base_url}: {e!r}") from e
+        u = data.get("usage") or {}
+        return RawResponse(
+            text=text,
+            usage=Usage(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)),
+            finish_reason=choice.get("finish_reason") or "stop",
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None and self._client_loop is asyncio.get_running_loop():
+            await self._client.aclose()
+        self._client = None
+
+
+register_provider("openai", OpenAIChatAPI)

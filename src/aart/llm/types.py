@@ -1,0 +1,64 @@
+"""Value types of the model layer."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    temperature: float = 0.7
+    max_tokens: int = 1024
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["stop"] = list(self.stop)
+        return d
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, other: Usage) -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+
+
+@dataclass
+class RawResponse:
+    """What a provider returns for one HTTP/engine call."""
+
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str = "stop"
+
+
+@dataclass
+class ModelOutput:
+    """What :meth:`aart.llm.Model.generate` returns."""
+
+    text: str
+    parsed: Any = None
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str = "stop"
+    latency: float = 0.0
+    cached: bool = False
+    call_id: int | None = None
+    model: str = ""

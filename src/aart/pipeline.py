@@ -1,0 +1,153 @@
+"""The public Python API: ``define``, ``scope``, ``generate`` and ``run``, sync facades over
+the async steps, mirroring the CLI commands of the same names."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .llm import Model, estimate_tokens
+from .recipe import Value, load_recipe
+from .recipe.loader import LoadedRecipe
+from .steps.common import run_budget, stage_model
+from .steps.define import define_run
+from .steps.generate import GenerateStats, generate_run
+from .steps.prompting import completion_estimate, render_messages
+from .steps.scope import Plan, apply_filter, build_blueprint, scope_run
+from .store.rundir import Run
+
+Progress = Callable[[str, int], Callable[[], None]]
+
+
+def default_out(recipe: str | Path, size: str | None) -> Path:
+    name = Path(str(recipe)).stem
+    return Path("runs") / (f"{name}-{size}" if size else name)
+
+
+def _model(run: Run, stage: str, model: str | None, no_cache: bool) -> Model:
+    return stage_model(run, stage, model, use_cache=not no_cache, budget=run_budget(run))
+
+
+async def _with(model: Model, coro: Any) -> Any:
+    try:
+        return await coro
+    finally:
+        await model.aclose()
+
+
+def define(
+    recipe: str | Path, out: str | Path | None = None, *, model: str | None = None,
+    size: str | None = None, no_cache: bool = False, force: bool = False,
+) -> dict[str, int]:
+    """Step 1: enumerate each dimension's values into ``OUT/dimensions/*.yaml``."""
+    with Run.create_or_resume(out or default_out(recipe, size), recipe, size) as run:
+        m = _model(run, "define", model, no_cache)
+        return asyncio.run(_with(m, define_run(run, m, force=force)))
+
+
+def scope(run_dir: str | Path, *, model: str | None = None, force: bool = False) -> Plan:
+    """Step 2: filter the value lists and write ``blueprint.jsonl``; returns the plan."""
+    with Run.open(run_dir) as run:
+        return scope_run(run, model or run.recipe.models.for_stage("generate"), force=force)
+
+
+def generate(
+    run_dir: str | Path, *, model: str | None = None, no_cache: bool = False,
+    progress: Progress | None = None,
+) -> GenerateStats:
+    """Step 3: generate the dataset for the blueprint (resuming finished attempts)."""
+    with Run.open(run_dir) as run:
+        return _generate(run, model, no_cache, progress)
+
+
+def _generate(run: Run, model: str | None, no_cache: bool, progress: Progress | None) -> GenerateStats:
+    m = _model(run, "generate", model, no_cache)
+    tick = progress("generate", len(run.read_blueprint())) if progress else None
+    return asyncio.run(_with(m, generate_run(run, m, tick)))
+
+
+@dataclass
+class RunResult:
+    root: Path
+    stats: GenerateStats
+    plan: Plan
+    dimensions: dict[str, int]
+    usage: dict[str, Any]
+    seconds: float
+    outputs: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run_dir": str(self.root), "dimensions": self.dimensions,
+            "generate": self.stats.as_dict(), "usage": self.usage,
+            "wall_seconds": round(self.seconds, 2), "outputs": self.outputs,
+        }
+
+
+def run(
+    recipe: str | Path, *, out: str | Path | None = None, model: str | None = None,
+    size: str | None = None, no_cache: bool = False, progress: Progress | None = None,
+    on_plan: Callable[[Plan], None] | None = None,
+) -> RunResult:
+    """Define, scope and generate in one go. Re-running with the same ``out`` resumes."""
+    start = time.perf_counter()
+    root = Path(out or default_out(recipe, size))
+    with Run.create_or_resume(root, recipe, size) as r:
+        m = _model(r, "define", model, no_cache)
+        dims = asyncio.run(_with(m, define_run(r, m)))
+        plan = scope_run(r, model or r.recipe.models.for_stage("generate"))
+        if on_plan:
+            on_plan(plan)
+        stats = _generate(r, model, no_cache, progress)
+        usage = r.db.call_totals()
+        outputs = {
+            name: str(root / name)
+            for name in ("dataset.jsonl", "dataset.csv", "dataset.parquet", "dataset.aart.csv",
+                         "duplicates.jsonl", "blueprint.jsonl")
+        }
+        result = RunResult(root, stats, plan, dims, usage, time.perf_counter() - start, outputs)
+        (root / "summary.json").write_text(json.dumps(result.as_dict(), indent=2))
+        return result
+
+
+def dry_run(recipe: str | Path, *, model: str | None = None, size: str | None = None) -> dict[str, Any]:
+    """Estimate calls, tokens and cost of a whole run without calling any model: enumerated
+    dimensions are stood in for by placeholders of the requested counts."""
+    loaded: LoadedRecipe = load_recipe(recipe, size)
+    r = loaded.recipe
+    define_calls = define_tokens = 0
+    values: dict[str, list[str]] = {}
+    for name, dim in r.dimensions.items():
+        if dim.values is not None:
+            vals = [v.value for v in dim.values]
+        else:
+            spec = dim.enumerate
+            assert spec is not None
+            cats = spec.categories or 1
+            define_calls += cats + (1 if spec.categories else 0)
+            define_tokens += (cats + 1) * (300 + 8 * spec.count)
+            vals = [f"{name} {i}" for i in range(1, spec.count * cats + 1)]
+        if name in r.scope.filters:
+            vals = [v.value for v in apply_filter([Value(value=x) for x in vals], r.scope.filters[name], r.scope.seed)]
+        values[name] = vals
+    blueprint = build_blueprint(r, values)
+    gen_model = model or r.models.for_stage("generate")
+    prompt = sum(estimate_tokens(render_messages(r, a)) for a in blueprint)
+    completion = sum(completion_estimate(r, a["queries"]) for a in blueprint)
+    return {
+        "recipe": str(loaded.path), "size": size, "model": gen_model,
+        "define_calls": define_calls, "define_tokens": define_tokens,
+        "attempts": len(blueprint), "expected_prompts": sum(a["queries"] for a in blueprint),
+        "generate_calls": len(blueprint), "generate_prompt_tokens": prompt,
+        "generate_completion_tokens": completion,
+        "total_calls": define_calls + len(blueprint),
+        "total_tokens": define_tokens + prompt + completion,
+    }
+
+
+__all__ = ["RunResult", "define", "dry_run", "generate", "run", "scope"]

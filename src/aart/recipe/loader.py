@@ -1,0 +1,164 @@
+"""Load a recipe file with errors located at file:line:column."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from ..errors import RecipeError
+from .models import Path as KeyPath
+from .models import Recipe, cross_check
+
+BUILTIN_PACKAGE = "aart.recipes"
+
+
+@dataclass
+class LoadedRecipe:
+    recipe: Recipe
+    path: Path
+    text: str
+    size: str | None
+    locations: dict[KeyPath, tuple[int, int]]
+
+    @property
+    def hash(self) -> str:
+        """Hash of the effective recipe: names caches and detects changed recipes on resume."""
+        data = self.recipe.model_dump(mode="json", exclude={"sizes"})
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+    def where(self, path: KeyPath) -> tuple[int | None, int | None]:
+        for n in range(len(path), -1, -1):
+            if path[:n] in self.locations:
+                return self.locations[path[:n]]
+        return None, None
+
+    def error(self, path: KeyPath, message: str, fix: str | None = None) -> RecipeError:
+        line, col = self.where(path)
+        key = ".".join(str(p) for p in path)
+        return RecipeError(
+            f"{key}: {message}" if key else message,
+            file=str(self.path), line=line, column=col, fix=fix,
+        )
+
+
+def builtin_recipes() -> dict[str, Path]:
+    root = resources.files(BUILTIN_PACKAGE)
+    return {
+        Path(str(p)).stem: Path(str(p))
+        for p in root.iterdir()
+        if str(p).endswith(".yaml")
+    }
+
+
+def resolve_recipe_path(name_or_path: str | Path) -> Path:
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    builtins = builtin_recipes()
+    if str(name_or_path) in builtins:
+        return builtins[str(name_or_path)]
+    raise RecipeError(
+        f"no recipe file {str(name_or_path)!r} and no built-in recipe of that name",
+        fix=f"give a path to a .yaml file, or one of: {', '.join(sorted(builtins))} "
+        "(see `aart recipes`)",
+    )
+
+
+def _locations(node: yaml.Node, path: KeyPath, out: dict[KeyPath, tuple[int, int]]) -> None:
+    out[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            key = k.value
+            out[path + (key,)] = (k.start_mark.line + 1, k.start_mark.column + 1)
+            _locations(v, path + (key,), out)
+            out[path + (key,)] = (k.start_mark.line + 1, k.start_mark.column + 1)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, v in enumerate(node.value):
+            _locations(v, path + (i,), out)
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for k, v in override.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+_FIXES = {
+    "extra_forbidden": "remove this key or correct its spelling (see the recipe reference in the README)",
+    "missing": "add this key",
+    "string_type": "write a string (quote it if it looks like a number or yes/no)",
+    "int_parsing": "write a whole number",
+    "float_parsing": "write a number",
+    "literal_error": "use one of the allowed values",
+    "list_type": "write a list (`- item` lines or [a, b])",
+    "dict_type": "write a mapping (`key: value` lines)",
+    "model_type": "write a mapping (`key: value` lines)",
+}
+
+
+def load_recipe(name_or_path: str | Path, size: str | None = None) -> LoadedRecipe:
+    """Load and validate a recipe (path or built-in name), optionally applying a named size."""
+    path = resolve_recipe_path(name_or_path)
+    text = path.read_text(encoding="utf-8")
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise RecipeError(
+            f"not valid YAML: {getattr(e, 'problem', None) or e}",
+            file=str(path),
+            line=mark.line + 1 if mark else None,
+            column=mark.column + 1 if mark else None,
+            fix="check indentation and quoting on this line",
+        ) from None
+    locations: dict[KeyPath, tuple[int, int]] = {}
+    if node is not None:
+        _locations(node, (), locations)
+    if not isinstance(data, dict):
+        raise RecipeError("a recipe is a YAML mapping", file=str(path), line=1, fix="start with `name: ...`")
+    if size is not None:
+        sizes = data.get("sizes") or {}
+        if size not in sizes:
+            raise RecipeError(
+                f"recipe has no size {size!r}", file=str(path), line=locations.get(("sizes",), (None,))[0],
+                fix=f"use one of: {', '.join(sizes) or '(none defined)'}, or drop --size",
+            )
+        data = deep_merge(data, sizes[size])
+    loaded = LoadedRecipe(Recipe.model_construct(), path, text, size, locations)
+    try:
+        recipe = Recipe.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = tuple(err["loc"])
+        # pydantic adds union-member tags to loc; keep only the parts that exist in the file.
+        clean: list[str | int] = []
+        for part in loc:
+            if tuple(clean) + (part,) in locations or isinstance(part, int):
+                clean.append(part)
+        more = f" (and {len(e.errors()) - 1} more problems)" if len(e.errors()) > 1 else ""
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown key {loc[-1]!r}"
+        elif err["type"] == "missing":
+            msg = f"missing required key {loc[-1]!r}"
+        raise loaded.error(tuple(clean), msg + more, _FIXES.get(err["type"])) from None
+    loaded.recipe = recipe
+    for p, message in cross_check(recipe):
+        raise loaded.error(p, message, "use one of the dimension names defined under `dimensions:`")
+    from .template import check_template
+
+    check_template(loaded)
+    return loaded

@@ -1,0 +1,226 @@
+"""The recipe file, as pydantic models. Unknown keys are refused everywhere."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+IDENT = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Application(Strict):
+    name: str
+    description: str = ""
+    audience: str = ""
+    languages: list[str] = ["en"]
+    policy: str = ""
+
+
+class Value(Strict):
+    """One value of a dimension; aliases help keyword coverage find it in text."""
+
+    value: str
+    aliases: list[str] = []
+    category: str | None = None
+
+
+class Enumerate(Strict):
+    """How Step 1 asks the model for values. With ``categories`` it is hierarchical:
+    first that many categories, then ``count`` values in each."""
+
+    instruction: str
+    count: int = Field(10, ge=1, le=500)
+    categories: int | None = Field(None, ge=1, le=100)
+    category_instruction: str | None = None
+
+
+class Dimension(Strict):
+    description: str = ""
+    values: list[Value] | None = None
+    enumerate: Enumerate | None = None
+
+    @field_validator("values", mode="before")
+    @classmethod
+    def _strings_to_values(cls, v: Any) -> Any:
+        if isinstance(v, list):
+            return [{"value": x} if isinstance(x, str) else x for x in v]
+        return v
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Dimension:
+        if self.values is None and self.enumerate is None:
+            raise ValueError("a dimension needs `values:` (explicit) or `enumerate:` (Step 1)")
+        if self.values is not None and not self.values:
+            raise ValueError("`values:` is empty; list at least one value or use `enumerate:`")
+        return self
+
+
+class Models(Strict):
+    """Which model each stage uses, and how to reach the endpoint."""
+
+    default: str = "local/default"
+    define: str | None = None
+    generate: str | None = None
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    concurrency: int | None = Field(None, ge=1, le=1024)
+    rpm: float | None = Field(None, gt=0)
+    tpm: float | None = Field(None, gt=0)
+    timeout: float = Field(120.0, gt=0)
+    max_retries: int = Field(5, ge=0, le=20)
+    structured_retries: int = Field(2, ge=0, le=10)
+
+    def for_stage(self, stage: str) -> str:
+        return getattr(self, stage, None) or self.default
+
+
+class Filter(Strict):
+    keep: list[str] = []
+    drop: list[str] = []
+    keep_regex: list[str] = []
+    drop_regex: list[str] = []
+    max: int | None = Field(None, ge=1)
+
+    @field_validator("keep_regex", "drop_regex")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        for p in patterns:
+            try:
+                re.compile(p)
+            except re.error as e:
+                raise ValueError(f"invalid regular expression {p!r}: {e}") from e
+        return patterns
+
+
+class Scope(Strict):
+    """Step 2: filters, weights and the data mix."""
+
+    strategy: Literal["per-value", "balanced", "pairwise"] = "per-value"
+    primary: str | None = None
+    attempts_per_value: int = Field(2, ge=1, le=1000)
+    attempts: int | None = Field(None, ge=1)
+    sample: dict[str, int] = {}
+    axes: list[str] | None = None
+    queries_per_attempt: int = Field(5, ge=1, le=100)
+    filters: dict[str, Filter] = {}
+    weights: dict[str, dict[str, float]] = {}
+    seed: int = 0
+
+
+class Field_(Strict):
+    """One output field per query, in chain-of-thought order."""
+
+    name: str = Field(pattern=IDENT)
+    description: str
+    dimension: str | None = None
+
+
+class Generate(Strict):
+    """Step 3: the prompt template and the structured answer it asks for."""
+
+    system: str | None = None
+    template: str
+    fields: list[Field_] = []
+    prompt_field: str = Field("prompt", pattern=IDENT)
+    prompt_description: str = "the adversarial query itself, as a user would type it"
+    min_words: int = Field(3, ge=1)
+    max_words: int = Field(300, ge=1)
+    near_duplicate_threshold: float = Field(0.8, gt=0, le=1)
+    max_topups: int = Field(2, ge=0, le=20)
+    temperature: float = Field(0.7, ge=0, le=2)
+    max_tokens: int = Field(1500, ge=16)
+    seed: int = 0
+    #: columns of the AART-compatible CSV export (crime, use_case, region) -> dimension
+    aart_columns: dict[str, str] = {}
+
+
+class Define(Strict):
+    """Step 1 sampling settings."""
+
+    system: str | None = None
+    temperature: float = Field(0.3, ge=0, le=2)
+    max_tokens: int = Field(1024, ge=16)
+    seed: int = 0
+
+
+class Budget(Strict):
+    max_calls: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1)
+    max_cost: float | None = Field(None, gt=0)
+
+
+class PriceSpec(Strict):
+    input: float = Field(0.0, ge=0, description="USD per million prompt tokens")
+    output: float = Field(0.0, ge=0, description="USD per million completion tokens")
+
+
+class Recipe(Strict):
+    name: str
+    description: str = ""
+    application: Application
+    models: Models = Models()
+    dimensions: dict[str, Dimension] = Field(min_length=1)
+    define: Define = Define()
+    scope: Scope = Scope()
+    generate: Generate
+    budget: Budget = Budget()
+    prices: dict[str, PriceSpec] = {}
+    sizes: dict[str, dict[str, Any]] = {}
+
+    @field_validator("dimensions")
+    @classmethod
+    def _dimension_names(cls, dims: dict[str, Dimension]) -> dict[str, Dimension]:
+        for name in dims:
+            if not re.match(IDENT, name):
+                raise ValueError(
+                    f"dimension name {name!r} must be an identifier (letters, digits, _)"
+                )
+        return dims
+
+
+Path = tuple[str | int, ...]
+
+
+def cross_check(r: Recipe) -> list[tuple[Path, str]]:
+    """References between sections, as (path in the file, message) pairs."""
+    dims = r.dimensions
+    s = r.scope
+    problems: list[tuple[Path, str]] = []
+
+    def known(name: str, path: Path) -> None:
+        if name not in dims:
+            problems.append(
+                (path, f"unknown dimension {name!r}; the recipe defines: {', '.join(dims)}")
+            )
+
+    if s.strategy == "per-value":
+        if s.primary is None:
+            problems.append((("scope",), "strategy per-value needs `primary: <dimension>`"))
+        else:
+            known(s.primary, ("scope", "primary"))
+    for section in ("sample", "filters", "weights"):
+        for name in getattr(s, section):
+            known(name, ("scope", section, name))
+    for i, name in enumerate(s.axes or []):
+        known(name, ("scope", "axes", i))
+    for i, f in enumerate(r.generate.fields):
+        if f.dimension:
+            known(f.dimension, ("generate", "fields", i, "dimension"))
+    for col, name in r.generate.aart_columns.items():
+        if col not in ("crime", "use_case", "region"):
+            problems.append(
+                (("generate", "aart_columns", col), "columns are crime, use_case and region")
+            )
+        known(name, ("generate", "aart_columns", col))
+    names = [f.name for f in r.generate.fields] + [r.generate.prompt_field]
+    if len(set(names)) != len(names):
+        problems.append((("generate", "fields"), "field names and prompt_field must be unique"))
+    if r.generate.min_words > r.generate.max_words:
+        problems.append((("generate", "min_words"), "min_words is larger than max_words"))
+    return problems

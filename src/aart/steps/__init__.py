@@ -1,0 +1,1 @@
+"""The three AART steps: define (enumerate values), scope (data mix), generate (queries)."""

@@ -1,0 +1,164 @@
+"""Data-mix strategies: pure functions from value lists to attempts (lists of axis values).
+
+- per_value: the paper's scheme; N attempts per value of a primary axis, k sampled values of
+  each other axis per attempt.
+- balanced: every value of every axis is used as equally as possible (per axis, use counts
+  differ by at most 1 when unweighted).
+- pairwise: every pair of values across the chosen axes appears in at least one attempt.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from itertools import combinations
+
+Attempt = dict[str, list[str]]
+
+
+def _weighted_sample(
+    rng: random.Random, values: Sequence[str], k: int, weights: Mapping[str, float]
+) -> list[str]:
+    """k distinct values, drawn with probability proportional to weight (default 1)."""
+    pool = list(values)
+    chosen: list[str] = []
+    for _ in range(min(k, len(pool))):
+        w = [max(weights.get(v, 1.0), 0.0) for v in pool]
+        if sum(w) <= 0:
+            w = [1.0] * len(pool)
+        i = rng.choices(range(len(pool)), weights=w)[0]
+        chosen.append(pool.pop(i))
+    return sorted(chosen)
+
+
+def per_value(
+    values: Mapping[str, Sequence[str]],
+    primary: str,
+    attempts_per_value: int,
+    sample: Mapping[str, int],
+    weights: Mapping[str, Mapping[str, float]],
+    seed: int,
+) -> list[Attempt]:
+    rng = random.Random(seed)
+    out: list[Attempt] = []
+    for v in values[primary]:
+        n = max(1, round(attempts_per_value * weights.get(primary, {}).get(v, 1.0)))
+        for _ in range(n):
+            attempt: Attempt = {primary: [v]}
+            for axis, vals in values.items():
+                if axis != primary:
+                    attempt[axis] = _weighted_sample(
+                        rng, vals, sample.get(axis, 1), weights.get(axis, {})
+                    )
+            out.append(attempt)
+    return out
+
+
+def _balanced_axis(
+    rng: random.Random, vals: Sequence[str], k: int, n_attempts: int, copies: Mapping[str, int]
+) -> list[list[str]]:
+    """Deal values into n_attempts groups of k distinct values from shuffled full cycles, so
+    every value's use count is floor or ceil of the mean."""
+    cycle = [v for v in vals for _ in range(copies.get(v, 1))]
+    seq: list[str] = []
+    while len(seq) < n_attempts * k:
+        rng.shuffle(cycle)
+        seq.extend(cycle)
+    seq = seq[: n_attempts * k]
+    groups: list[list[str]] = []
+    for a in range(n_attempts):
+        start = a * k
+        for pos in range(start, start + k):
+            if seq[pos] in seq[start:pos]:
+                # Swap in a later value not yet in this group; counts stay unchanged.
+                for other in range(start + k, len(seq)):
+                    if seq[other] not in seq[start:pos] and seq[pos] not in seq[
+                        (other // k) * k : (other // k) * k + k
+                    ]:
+                        seq[pos], seq[other] = seq[other], seq[pos]
+                        break
+        groups.append(sorted(seq[start : start + k]))
+    return groups
+
+
+def balanced(
+    values: Mapping[str, Sequence[str]],
+    sample: Mapping[str, int],
+    attempts: int | None,
+    weights: Mapping[str, Mapping[str, float]],
+    seed: int,
+) -> list[Attempt]:
+    rng = random.Random(seed)
+    ks = {axis: min(sample.get(axis, 1), len(vals)) for axis, vals in values.items()}
+    n = attempts or max(math.ceil(len(vals) / ks[axis]) for axis, vals in values.items())
+    per_axis = {
+        axis: _balanced_axis(
+            rng, vals, ks[axis], n,
+            {v: max(1, round(w)) for v, w in weights.get(axis, {}).items()},
+        )
+        for axis, vals in values.items()
+    }
+    return [{axis: per_axis[axis][i] for axis in values} for i in range(n)]
+
+
+def pairwise(
+    values: Mapping[str, Sequence[str]],
+    axes: Sequence[str],
+    sample: Mapping[str, int],
+    weights: Mapping[str, Mapping[str, float]],
+    seed: int,
+    candidates: int = 24,
+) -> list[Attempt]:
+    """Greedy covering array (AETG style): each new attempt is the best of several random
+    candidates at covering still-uncovered pairs. Axes outside ``axes`` are sampled."""
+    rng = random.Random(seed)
+    axes = list(axes)
+    uncovered: set[tuple[str, str, str, str]] = set()
+    for a, b in combinations(axes, 2):
+        for va in values[a]:
+            for vb in values[b]:
+                uncovered.add((a, va, b, vb))
+
+    def pairs_of(case: Mapping[str, str]) -> set[tuple[str, str, str, str]]:
+        return {(a, case[a], b, case[b]) for a, b in combinations(axes, 2)}
+
+    out: list[Attempt] = []
+    if len(axes) == 1:
+        cases: list[dict[str, str]] = [{axes[0]: v} for v in values[axes[0]]]
+    else:
+        cases = []
+        while uncovered:
+            seed_pair = min(uncovered)  # deterministic anchor: guarantees progress
+            best: dict[str, str] | None = None
+            best_gain = -1
+            for _ in range(candidates):
+                case = {seed_pair[0]: seed_pair[1], seed_pair[2]: seed_pair[3]}
+                rest = [x for x in axes if x not in case]
+                rng.shuffle(rest)
+                for axis in rest:
+                    options = list(values[axis])
+                    rng.shuffle(options)
+                    case[axis] = max(
+                        options,
+                        key=lambda v, axis=axis, case=case: sum(
+                            ((a, case[a], axis, v) if axes.index(a) < axes.index(axis)
+                             else (axis, v, a, case[a])) in uncovered
+                            for a in case
+                        ),
+                    )
+                gain = len(pairs_of(case) & uncovered)
+                if gain > best_gain:
+                    best, best_gain = dict(case), gain
+            assert best is not None
+            uncovered -= pairs_of(best)
+            cases.append(best)
+    for case in cases:
+        attempt: Attempt = {axis: [case[axis]] for axis in axes}
+        for axis, vals in values.items():
+            if axis not in attempt:
+                attempt[axis] = _weighted_sample(
+                    rng, vals, sample.get(axis, 1), weights.get(axis, {})
+                )
+        out.append({axis: attempt[axis] for axis in values})
+    return out

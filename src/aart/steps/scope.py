@@ -1,0 +1,152 @@
+"""Step 2, problem scoping: filter the value lists and write the blueprint (the data mix)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import BudgetError, UsageError
+from ..llm import Usage, estimate_tokens
+from ..recipe import Recipe, Value
+from ..recipe.models import Filter
+from ..store.rundir import Run
+from . import mix
+from .common import price_for
+from .prompting import completion_estimate, render_messages
+
+
+def apply_filter(values: list[Value], f: Filter, seed: int) -> list[Value]:
+    keep = {k.lower() for k in f.keep}
+    drop = {d.lower() for d in f.drop}
+    out = [
+        v for v in values
+        if (not keep or v.value in keep) and v.value not in drop
+        and (not f.keep_regex or any(re.search(p, v.value) for p in f.keep_regex))
+        and not any(re.search(p, v.value) for p in f.drop_regex)
+    ]
+    if f.max is not None and len(out) > f.max:
+        # A seeded sample, not the first N: alphabetical order must not decide coverage.
+        out = sorted(random.Random(seed).sample(out, f.max), key=lambda v: v.value)
+    return out
+
+
+def scoped_values(run: Run) -> dict[str, list[Value]]:
+    """The dimension files after the recipe's filters; refuses empty lists."""
+    s = run.recipe.scope
+    out = {}
+    for name in run.recipe.dimensions:
+        values = run.read_dimension(name)
+        if name in s.filters:
+            values = apply_filter(values, s.filters[name], s.seed)
+        if not values:
+            raise UsageError(
+                f"scope.filters.{name} leaves no values of {name!r}; loosen keep/drop/regex "
+                f"or edit {run.dimension_path(name)}"
+            )
+        out[name] = values
+    return out
+
+
+def attempt_id(index: int, values: dict[str, list[str]], queries: int) -> str:
+    digest = hashlib.sha1(json.dumps([values, queries], sort_keys=True).encode()).hexdigest()
+    return f"a{index:05d}-{digest[:8]}"
+
+
+def build_blueprint(recipe: Recipe, values: dict[str, list[str]]) -> list[dict[str, Any]]:
+    s = recipe.scope
+    for axis, k in s.sample.items():
+        if k > len(values[axis]):
+            raise UsageError(
+                f"scope.sample.{axis} asks for {k} values per attempt but {axis!r} has only "
+                f"{len(values[axis])}; lower it or add values"
+            )
+    if s.strategy == "per-value":
+        assert s.primary is not None
+        attempts = mix.per_value(values, s.primary, s.attempts_per_value, s.sample, s.weights, s.seed)
+    elif s.strategy == "balanced":
+        attempts = mix.balanced(values, s.sample, s.attempts, s.weights, s.seed)
+    else:
+        attempts = mix.pairwise(values, s.axes or list(values), s.sample, s.weights, s.seed)
+    return [
+        {"id": attempt_id(i, a, s.queries_per_attempt), "values": a, "queries": s.queries_per_attempt}
+        for i, a in enumerate(attempts, start=1)
+    ]
+
+
+@dataclass
+class Plan:
+    """What a blueprint will cost: shown before anything is spent."""
+
+    attempts: int
+    expected_prompts: int
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+    model: str
+    uses: dict[str, Counter[str]] = field(default_factory=dict)
+
+    def summary_lines(self) -> list[str]:
+        lines = [
+            f"attempts: {self.attempts}   expected prompts: {self.expected_prompts}",
+            f"estimated: {self.calls} calls, {self.prompt_tokens + self.completion_tokens:,} tokens "
+            f"({self.prompt_tokens:,} in, {self.completion_tokens:,} out), ${self.cost:.4f} on {self.model}",
+        ]
+        for axis, c in self.uses.items():
+            counts = sorted(c.values())
+            lines.append(
+                f"  {axis}: {len(c)} values, uses per value min {counts[0]} max {counts[-1]}"
+            )
+        return lines
+
+
+def estimate(run: Run, blueprint: list[dict[str, Any]], model_name: str) -> Plan:
+    recipe = run.recipe
+    prompt_tokens = completion = 0
+    for a in blueprint:
+        prompt_tokens += estimate_tokens(render_messages(recipe, a))
+        completion += completion_estimate(recipe, a["queries"])
+    uses: dict[str, Counter[str]] = {axis: Counter() for axis in recipe.dimensions}
+    for a in blueprint:
+        for axis, vals in a["values"].items():
+            uses.setdefault(axis, Counter()).update(vals)
+    cost = price_for(recipe, model_name).cost(Usage(prompt_tokens, completion))
+    return Plan(len(blueprint), sum(a["queries"] for a in blueprint), len(blueprint),
+                prompt_tokens, completion, cost, model_name, uses)
+
+
+def check_budget(run: Run, plan: Plan) -> None:
+    b = run.recipe.budget
+    over = []
+    if b.max_calls is not None and plan.calls > b.max_calls:
+        over.append(f"{plan.calls} calls > max_calls {b.max_calls}")
+    if b.max_tokens is not None and plan.prompt_tokens + plan.completion_tokens > b.max_tokens:
+        over.append(f"~{plan.prompt_tokens + plan.completion_tokens:,} tokens > max_tokens {b.max_tokens:,}")
+    if b.max_cost is not None and plan.cost > b.max_cost:
+        over.append(f"~${plan.cost:.2f} > max_cost ${b.max_cost}")
+    if over:
+        raise BudgetError(
+            "the blueprint is over budget before any call: " + "; ".join(over)
+            + ". Lower scope.attempts_per_value / queries_per_attempt, filter values, or raise budget."
+        )
+
+
+def scope_run(run: Run, model_name: str, *, force: bool = False) -> Plan:
+    """Write ``blueprint.jsonl`` (kept if it exists, unless ``force``) and return its plan."""
+    path = run.path("blueprint.jsonl")
+    if path.exists() and not force:
+        blueprint = run.read_blueprint()
+    else:
+        values = {k: [v.value for v in vs] for k, vs in scoped_values(run).items()}
+        blueprint = build_blueprint(run.recipe, values)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps(a, ensure_ascii=False) + "\n" for a in blueprint))
+        tmp.replace(path)
+    plan = estimate(run, blueprint, model_name)
+    check_budget(run, plan)
+    return plan

@@ -1,0 +1,195 @@
+"""``run.db``: SQLite (WAL) holding jobs, LLM calls, the response cache and generated records.
+
+Every write that finishes a job commits together with the job's records, so a process killed
+at any moment (SIGKILL included) leaves either the whole job or none of it; paid responses are
+cached the moment they arrive, so a re-run never pays twice for them.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ..llm.model import CallRecord
+
+# Numbered migrations: index i upgrades user_version i to i+1. Append only.
+MIGRATIONS = [
+    """
+    CREATE TABLE jobs (
+        id TEXT PRIMARY KEY, stage TEXT NOT NULL, payload TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'pending', tries INTEGER NOT NULL DEFAULT 0,
+        error TEXT, updated_at REAL
+    );
+    CREATE INDEX jobs_stage_status ON jobs(stage, status);
+    CREATE TABLE calls (
+        id INTEGER PRIMARY KEY, created_at REAL NOT NULL, model TEXT NOT NULL,
+        cache_key TEXT, tag TEXT, prompt_tokens INTEGER, completion_tokens INTEGER,
+        latency REAL, finish_reason TEXT, cost REAL, error TEXT, raw_text TEXT
+    );
+    CREATE TABLE cache (
+        key TEXT PRIMARY KEY, model TEXT NOT NULL, value TEXT NOT NULL, created_at REAL
+    );
+    CREATE TABLE records (
+        id TEXT PRIMARY KEY, stage TEXT NOT NULL, job_id TEXT NOT NULL, data TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX records_stage ON records(stage, job_id);
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    """,
+]
+
+
+class RunDB:
+    """One connection, used from one thread (the event loop's)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode survives a process crash; only power loss can drop the tail.
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA busy_timeout=10000")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        for i in range(version, len(MIGRATIONS)):
+            # executescript commits any open transaction, so the script carries its own.
+            self.conn.executescript(
+                f"BEGIN;\n{MIGRATIONS[i]}\nPRAGMA user_version={i + 1};\nCOMMIT;"
+            )
+
+    def transaction(self) -> _Tx:
+        return _Tx(self.conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- meta -------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # -- cache and calls (the CallStore protocol) ------------------------------------------
+    def cache_get(self, key: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT value FROM cache WHERE key=?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def cache_put(self, key: str, model: str, value: dict[str, Any]) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO cache VALUES (?, ?, ?, ?)",
+            (key, model, json.dumps(value), time.time()),
+        )
+
+    def record_call(self, r: CallRecord) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO calls (created_at, model, cache_key, tag, prompt_tokens,"
+            " completion_tokens, latency, finish_reason, cost, error, raw_text)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                time.time(), r.model, r.cache_key, r.tag, r.prompt_tokens, r.completion_tokens,
+                r.latency, r.finish_reason, r.cost, r.error, r.raw_text,
+            ),
+        )
+        return int(cur.lastrowid or 0)
+
+    def call_totals(self) -> dict[str, Any]:
+        row = self.conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(prompt_tokens),0), COALESCE(SUM(completion_tokens),0),"
+            " COALESCE(SUM(cost),0), COALESCE(SUM(error IS NOT NULL),0) FROM calls"
+            " WHERE cache_key != ''"
+        ).fetchone()
+        return {
+            "calls": row[0], "prompt_tokens": row[1], "completion_tokens": row[2],
+            "cost": row[3], "failed_calls": row[4],
+        }
+
+    def failed_calls(self) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT id, model, tag, error, raw_text FROM calls WHERE error IS NOT NULL"
+        ).fetchall()
+        return [dict(zip(("id", "model", "tag", "error", "raw_text"), r, strict=True)) for r in rows]
+
+    # -- jobs ------------------------------------------------------------------------------
+    def add_jobs(self, stage: str, jobs: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        with self.transaction():
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO jobs (id, stage, payload, updated_at) VALUES (?,?,?,?)",
+                ((jid, stage, json.dumps(p), time.time()) for jid, p in jobs),
+            )
+
+    def job_counts(self, stage: str) -> dict[str, int]:
+        rows = self.conn.execute(
+            "SELECT status, COUNT(*) FROM jobs WHERE stage=? GROUP BY status", (stage,)
+        ).fetchall()
+        return {s: n for s, n in rows}
+
+    def pending_jobs(self, stage: str, chunk: int = 512) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Unfinished jobs in insertion order, read in chunks so memory stays flat."""
+        last = 0
+        while True:
+            rows = self.conn.execute(
+                "SELECT rowid, id, payload FROM jobs WHERE stage=? AND status!='done'"
+                " AND rowid>? ORDER BY rowid LIMIT ?",
+                (stage, last, chunk),
+            ).fetchall()
+            if not rows:
+                return
+            for rowid, jid, payload in rows:
+                last = rowid
+                yield jid, json.loads(payload)
+
+    def complete_job(self, job_id: str, records: list[tuple[str, str, dict[str, Any]]]) -> None:
+        """Store a job's records, given as (id, stage, data), and mark the job done, atomically;
+        records already stored (same id) are ignored, so a repeated job never duplicates."""
+        now = time.time()
+        with self.transaction():
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO records VALUES (?,?,?,?,?)",
+                ((rid, stage, job_id, json.dumps(d), now) for rid, stage, d in records),
+            )
+            self.conn.execute(
+                "UPDATE jobs SET status='done', tries=tries+1, error=NULL, updated_at=?"
+                " WHERE id=?",
+                (now, job_id),
+            )
+
+    def fail_job(self, job_id: str, error: str) -> None:
+        self.conn.execute(
+            "UPDATE jobs SET status='failed', tries=tries+1, error=?, updated_at=? WHERE id=?",
+            (error, time.time(), job_id),
+        )
+
+    def job_errors(self, stage: str) -> list[tuple[str, str]]:
+        return self.conn.execute(
+            "SELECT id, error FROM jobs WHERE stage=? AND status='failed'", (stage,)
+        ).fetchall()
+
+    # -- records ---------------------------------------------------------------------------
+    def records(self, stage: str, job_ids: set[str] | None = None) -> Iterator[dict[str, Any]]:
+        cur = self.conn.execute(
+            "SELECT job_id, data FROM records WHERE stage=? ORDER BY rowid", (stage,)
+        )
+        for job_id, data in cur:
+            if job_ids is None or job_id in job_ids:
+                yield json.loads(data)
+
+
+class _Tx:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")

@@ -1,0 +1,152 @@
+"""A run directory: the frozen recipe, one human-editable artifact per stage, and run.db.
+
+    RUN/
+      recipe.yaml            the recipe as given (frozen on first use)
+      dimensions/<name>.yaml Step 1 output, edit freely before `aart scope`
+      blueprint.jsonl        Step 2 output, edit freely before `aart generate`
+      dataset.jsonl|csv|parquet, dataset.aart.csv, duplicates.jsonl, summary.json
+      run.db                 jobs, calls, cache, records (SQLite, WAL)
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import UsageError
+from ..recipe import LoadedRecipe, Value, load_recipe
+from .db import RunDB
+
+
+class Run:
+    def __init__(self, root: Path, loaded: LoadedRecipe, db: RunDB) -> None:
+        self.root = root
+        self.loaded = loaded
+        self.db = db
+
+    @property
+    def recipe(self):  # noqa: ANN201 - Recipe, kept loose to avoid an import cycle in typing
+        return self.loaded.recipe
+
+    @property
+    def id(self) -> str:
+        return self.db.get_meta("run_id") or ""
+
+    # -- opening ------------------------------------------------------------------------------
+    @classmethod
+    def create_or_resume(cls, root: str | Path, recipe: str | Path, size: str | None = None) -> Run:
+        """Start a run in ``root`` from ``recipe``, or resume the run already there (which must
+        hold the same recipe)."""
+        root = Path(root)
+        loaded = load_recipe(recipe, size)
+        frozen = root / "recipe.yaml"
+        if frozen.exists():
+            run = cls.open(root)
+            if run.loaded.hash != loaded.hash:
+                run.close()
+                raise UsageError(
+                    f"{root} already holds a run of a different recipe "
+                    f"({run.loaded.path.name}, size {run.loaded.size}); "
+                    f"use another --out, or delete {root} to start over"
+                )
+            return run
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(loaded.path, frozen)
+        db = RunDB(root / "run.db")
+        db.set_meta("run_id", uuid.uuid4().hex[:12])
+        db.set_meta("size", size or "")
+        db.set_meta("source", str(loaded.path))
+        loaded = load_recipe(frozen, size)
+        return cls(root, loaded, db)
+
+    @classmethod
+    def open(cls, root: str | Path) -> Run:
+        """Open an existing run directory (its frozen recipe may have been edited)."""
+        root = Path(root)
+        if not (root / "recipe.yaml").exists() or not (root / "run.db").exists():
+            raise UsageError(
+                f"{root} is not a run directory; create one with `aart define RECIPE --out {root}`"
+            )
+        db = RunDB(root / "run.db")
+        loaded = load_recipe(root / "recipe.yaml", db.get_meta("size") or None)
+        return cls(root, loaded, db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- artifacts ----------------------------------------------------------------------------
+    def path(self, name: str) -> Path:
+        return self.root / name
+
+    def dimension_path(self, name: str) -> Path:
+        return self.root / "dimensions" / f"{name}.yaml"
+
+    def write_dimension(self, name: str, values: list[Value]) -> Path:
+        path = self.dimension_path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entries: list[Any] = []
+        for v in values:
+            if v.aliases or v.category:
+                entries.append(v.model_dump(exclude_defaults=True))
+            else:
+                entries.append(v.value)
+        desc = self.recipe.dimensions[name].description
+        header = (
+            f"# Dimension `{name}` of run {self.id}: edit, add or delete values, then run\n"
+            f"# `aart scope {self.root}`. Entries are a value, or value/aliases/category.\n"
+        )
+        body = yaml.safe_dump(
+            {"description": desc, "values": entries}, sort_keys=False, allow_unicode=True
+        )
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(header + body, encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+    def read_dimension(self, name: str) -> list[Value]:
+        path = self.dimension_path(name)
+        if not path.exists():
+            raise UsageError(f"{path} is missing; run `aart define {self.root}` first")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            raw = data.get("values") if isinstance(data, dict) else None
+            if not isinstance(raw, list):
+                raise ValueError("expected a `values:` list")
+            values = [Value(value=x) if isinstance(x, str) else Value.model_validate(x) for x in raw]
+        except (yaml.YAMLError, ValueError) as e:
+            raise UsageError(f"{path}: {e}; fix the file or delete it and re-run define") from None
+        if not values:
+            raise UsageError(f"{path}: the value list is empty; add values or widen the filters")
+        return values
+
+    def has_dimensions(self) -> bool:
+        return all(self.dimension_path(n).exists() for n in self.recipe.dimensions)
+
+    def read_blueprint(self) -> list[dict[str, Any]]:
+        path = self.path("blueprint.jsonl")
+        if not path.exists():
+            raise UsageError(f"{path} is missing; run `aart scope {self.root}` first")
+        attempts = []
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                a = json.loads(line)
+                if not isinstance(a.get("values"), dict) or not a.get("id"):
+                    raise ValueError("each line needs `id` and a `values` mapping")
+                a["queries"] = int(a.get("queries", self.recipe.scope.queries_per_attempt))
+            except (ValueError, AttributeError) as e:
+                raise UsageError(f"{path}:{i}: {e}; fix the line or re-run `aart scope`") from None
+            attempts.append(a)
+        return attempts

@@ -1,0 +1,202 @@
+"""A fake OpenAI-compatible chat-completions server speaking real HTTP on 127.0.0.1.
+
+It answers ``POST /v1/chat/completions`` with a schema-valid JSON answer (when the request
+carries a JSON schema) or a short text, and can inject faults from a script consumed one
+request at a time:
+
+    {"status": 429, "retry_after": 1}   an error status, with an optional Retry-After
+    {"delay": 2.5}                      answer late (the fixed ``latency`` applies to all)
+    {"drop": true}                      close the connection without answering
+    {"content": "..."}                  answer with this text (truncated JSON, fences, <think>,
+                                        refusals ...)
+
+Set ``reject_formats`` (e.g. {"json_schema"}) to answer 400 to those response formats, like a
+server without structured output.
+
+Run standalone (for benchmarks): ``python -m aart.testing.fake_server --port 8765 --latency 0.2``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import asyncio
+import json
+import threading
+from collections import deque
+from typing import Any
+
+from ..llm.providers.fake import SchemaSynthesizer
+
+
+class FakeOpenAIServer:
+    def __init__(self, latency: float = 0.0, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.latency = latency
+        self.host, self.port = host, port
+        self.script: deque[dict[str, Any]] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.served = 0
+        self.reject_formats: set[str] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def push(self, *actions: dict[str, Any]) -> None:
+        self.script.extend(actions)
+
+    # -- HTTP ---------------------------------------------------------------------------------
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                headers = {}
+                for line in lines[1:]:
+                    if ":" in line:
+                        k, v = line.split(":", 1)
+                        headers[k.strip().lower()] = v.strip()
+                body = await reader.readexactly(int(headers.get("content-length", 0)))
+                keep = await self._respond(lines[0], headers, body, writer)
+                if not keep:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop may be stopping
+                writer.close()
+
+    async def _respond(
+        self, request_line: str, headers: dict[str, str], body: bytes, writer: asyncio.StreamWriter
+    ) -> bool:
+        method, path, _ = request_line.split(" ", 2)
+        if method == "GET" and path.endswith("/models"):
+            self._send(writer, 200, {"data": [{"id": "fake", "object": "model"}]})
+            return True
+        if not (method == "POST" and path.endswith("/chat/completions")):
+            self._send(writer, 404, {"error": {"message": f"no route {path}"}})
+            return True
+        req = json.loads(body or b"{}")
+        self.requests.append(req)
+        self.headers.append(headers)
+        fmt = (req.get("response_format") or {}).get("type")
+        if fmt and fmt in self.reject_formats:
+            # Like a server without structured output: rejected before any scripted action.
+            self._send(writer, 400, {"error": {"message": f"response_format {fmt} unsupported"}})
+            return True
+        action = self.script.popleft() if self.script else {}
+        delay = self.latency + float(action.get("delay", 0))
+        if delay:
+            await asyncio.sleep(delay)
+        if action.get("drop"):
+            return False
+        if "status" in action:
+            extra = {}
+            if action.get("retry_after") is not None:
+                extra["Retry-After"] = str(action["retry_after"])
+            self._send(writer, action["status"], {"error": {"message": "injected"}}, extra)
+            return True
+        content = action.get("content")
+        if content is None:
+            content = self._answer(req)
+        prompt_chars = sum(len(m.get("content", "")) for m in req.get("messages", []))
+        self.served += 1
+        self._send(writer, 200, {
+            "id": f"chatcmpl-{self.served}",
+            "object": "chat.completion",
+            "model": req.get("model", "fake"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                         "finish_reason": action.get("finish_reason", "stop")}],
+            "usage": {"prompt_tokens": prompt_chars // 4 + 1,
+                      "completion_tokens": len(content) // 4 + 1},
+        })
+        return True
+
+    @staticmethod
+    def _answer(req: dict[str, Any]) -> str:
+        rf = req.get("response_format") or {}
+        schema = (rf.get("json_schema") or {}).get("schema")
+        msgs = req.get("messages", [])
+        seed_text = json.dumps([msgs, req.get("seed")])
+        if schema:
+            return json.dumps(SchemaSynthesizer(seed_text).make(schema))
+        if rf.get("type") == "json_object":
+            return json.dumps({"answer": "ok"})
+        return "fake answer to: " + (msgs[-1]["content"][:100] if msgs else "")
+
+    @staticmethod
+    def _send(writer: asyncio.StreamWriter, status: int, payload: Any,
+              extra: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests",
+                  500: "Internal Server Error", 503: "Service Unavailable"}.get(status, "Status")
+        head = [f"HTTP/1.1 {status} {reason}", "Content-Type: application/json",
+                f"Content-Length: {len(data)}", "Connection: keep-alive"]
+        head += [f"{k}: {v}" for k, v in (extra or {}).items()]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def serve(self) -> None:
+        self._server = await asyncio.start_server(self._handle, self.host, self.port, backlog=1024)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    def start(self) -> FakeOpenAIServer:
+        """Serve from a background thread; returns once the port is bound."""
+        ready = threading.Event()
+
+        def main() -> None:
+            self._loop = asyncio.new_event_loop()
+            self._loop.run_until_complete(self.serve())
+            ready.set()
+            self._loop.run_forever()
+
+        self._thread = threading.Thread(target=main, daemon=True)
+        self._thread.start()
+        ready.wait(10)
+        return self
+
+    async def _shutdown(self) -> None:
+        if self._server:
+            self._server.close()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        asyncio.get_running_loop().stop()
+
+    def stop(self) -> None:
+        if self._loop:
+            asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop)
+        if self._thread:
+            self._thread.join(5)
+        if self._loop and not self._loop.is_running():
+            self._loop.close()
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+
+def _cli() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--latency", type=float, default=0.0)
+    args = ap.parse_args()
+    server = FakeOpenAIServer(args.latency, port=args.port)
+
+    async def main() -> None:
+        await server.serve()
+        print(f"listening on {server.base_url}", flush=True)
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+if __name__ == "__main__":
+    _cli()

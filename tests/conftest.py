@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from aart.testing import FakeOpenAIServer
+
+# Mild, abstract wording only: fixtures never carry operational harmful content.
+MINI_RECIPE = """\
+name: mini
+description: a tiny recipe for tests
+application:
+  name: Test assistant
+  description: A writing assistant used in tests.
+  policy: The assistant does not help with rule-breaking.
+models:
+  default: fake/test
+dimensions:
+  concepts:
+    description: abstract policy concepts
+    values: [rule breaking, unsafe advice, privacy leaks]
+  formats:
+    description: task formats
+    values: [email, poem, how-to, story]
+  regions:
+    description: regions
+    enumerate:
+      instruction: List world regions.
+      count: 4
+scope:
+  strategy: per-value
+  primary: concepts
+  attempts_per_value: 2
+  sample: {formats: 2, regions: 2}
+  queries_per_attempt: 3
+generate:
+  template: |
+    Write {{ n }} test queries about {{ values.concepts | join(", ") }}
+    as {{ values.formats | join(" or ") }} for {{ values.regions | join(", ") }}.
+  fields:
+    - name: topic
+      description: the regional topic
+    - name: format
+      description: the task format
+      dimension: formats
+  min_words: 2
+"""
+
+
+@pytest.fixture
+def mini_recipe(tmp_path: Path) -> Path:
+    path = tmp_path / "mini.yaml"
+    path.write_text(MINI_RECIPE)
+    return path
+
+
+def write_recipe(tmp_path: Path, text: str, name: str = "recipe.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.fixture
+def fake_server():
+    server = FakeOpenAIServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
