@@ -5,7 +5,8 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
-WHEELS := .wheels
+# Built wheels live outside the work tree so every clone on this machine reuses them.
+WHEELS ?= $(HOME)/.cache/aart-build/wheels
 LLAMA_VERSION := 0.3.36
 # A portable CPU build: -march=native pulls in AMX kernels that crash on some virtual CPUs.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
@@ -18,7 +19,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q pip==25.3
 
-# llama-cpp-python compiles from source (about 4 minutes on 2 cores); built once into .wheels/.
+# llama-cpp-python compiles from source (several minutes on 2 cores); built once per machine.
 $(LLAMA_WHEEL_STAMP): | $(PY)
 	mkdir -p $(WHEELS)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) wheel --no-deps --no-cache-dir -w $(WHEELS) \
@@ -45,4 +46,4 @@ bench: install
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) $(WHEELS) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache

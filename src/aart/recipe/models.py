@@ -49,6 +49,8 @@ class Dimension(Strict):
     @classmethod
     def _strings_to_values(cls, v: Any) -> Any:
         if isinstance(v, list):
+            if not v:
+                raise ValueError("`values:` is empty; list at least one value or use `enumerate:`")
             return [{"value": x} if isinstance(x, str) else x for x in v]
         return v
 
@@ -56,8 +58,6 @@ class Dimension(Strict):
     def _one_source(self) -> Dimension:
         if self.values is None and self.enumerate is None:
             raise ValueError("a dimension needs `values:` (explicit) or `enumerate:` (Step 1)")
-        if self.values is not None and not self.values:
-            raise ValueError("`values:` is empty; list at least one value or use `enumerate:`")
         return self
 
 

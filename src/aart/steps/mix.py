@@ -55,30 +55,44 @@ def per_value(
     return out
 
 
+def _quotas(
+    rng: random.Random, vals: Sequence[str], slots: int, cap: int, weights: Mapping[str, float]
+) -> dict[str, int]:
+    """Split ``slots`` uses among values in proportion to weight (largest remainder, ties in
+    seeded random order), no value above ``cap``. Unweighted, counts differ by at most 1."""
+    order = list(vals)
+    rng.shuffle(order)
+    w = {v: max(weights.get(v, 1.0), 0.0) or 1e-9 for v in order}
+    quota = dict.fromkeys(order, 0)
+    left = slots
+    open_ = [v for v in order]
+    while left > 0 and open_:
+        total = sum(w[v] for v in open_)
+        raw = {v: left * w[v] / total for v in open_}
+        give = {v: min(int(raw[v]), cap - quota[v]) for v in open_}
+        rest = left - sum(give.values())
+        for v in sorted(open_, key=lambda v: -(raw[v] - int(raw[v])))[:rest]:
+            if quota[v] + give[v] < cap:
+                give[v] += 1
+        for v in open_:
+            quota[v] += give[v]
+        left = slots - sum(quota.values())
+        open_ = [v for v in open_ if quota[v] < cap]
+    return quota
+
+
 def _balanced_axis(
-    rng: random.Random, vals: Sequence[str], k: int, n_attempts: int, copies: Mapping[str, int]
+    rng: random.Random, vals: Sequence[str], k: int, n_attempts: int, weights: Mapping[str, float]
 ) -> list[list[str]]:
-    """Deal values into n_attempts groups of k distinct values from shuffled full cycles, so
-    every value's use count is floor or ceil of the mean."""
-    cycle = [v for v in vals for _ in range(copies.get(v, 1))]
-    seq: list[str] = []
-    while len(seq) < n_attempts * k:
-        rng.shuffle(cycle)
-        seq.extend(cycle)
-    seq = seq[: n_attempts * k]
-    groups: list[list[str]] = []
-    for a in range(n_attempts):
-        start = a * k
-        for pos in range(start, start + k):
-            if seq[pos] in seq[start:pos]:
-                # Swap in a later value not yet in this group; counts stay unchanged.
-                for other in range(start + k, len(seq)):
-                    if seq[other] not in seq[start:pos] and seq[pos] not in seq[
-                        (other // k) * k : (other // k) * k + k
-                    ]:
-                        seq[pos], seq[other] = seq[other], seq[pos]
-                        break
-        groups.append(sorted(seq[start : start + k]))
+    """Deal quotas into n_attempts groups of k distinct values: each attempt takes the k values
+    with the most uses left, which always succeeds when no quota exceeds n_attempts."""
+    remaining = _quotas(rng, vals, n_attempts * k, n_attempts, weights)
+    groups = []
+    for _ in range(n_attempts):
+        pick = sorted(remaining, key=lambda v: (-remaining[v], rng.random()))[:k]
+        for v in pick:
+            remaining[v] -= 1
+        groups.append(sorted(pick))
     return groups
 
 
@@ -93,10 +107,7 @@ def balanced(
     ks = {axis: min(sample.get(axis, 1), len(vals)) for axis, vals in values.items()}
     n = attempts or max(math.ceil(len(vals) / ks[axis]) for axis, vals in values.items())
     per_axis = {
-        axis: _balanced_axis(
-            rng, vals, ks[axis], n,
-            {v: max(1, round(w)) for v, w in weights.get(axis, {}).items()},
-        )
+        axis: _balanced_axis(rng, vals, ks[axis], n, weights.get(axis, {}))
         for axis, vals in values.items()
     }
     return [{axis: per_axis[axis][i] for axis in values} for i in range(n)]

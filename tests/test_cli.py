@@ -1,0 +1,79 @@
+"""The command line as a user meets it: help, version, exit codes, no tracebacks."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from aart import __version__
+from conftest import MINI_RECIPE, write_recipe
+
+COMMANDS = ["run", "define", "scope", "generate", "recipes", "init"]
+
+
+def aart(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "aart", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, timeout=120)
+
+
+def test_version():
+    r = aart("--version")
+    assert r.returncode == 0 and __version__ in r.stdout
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_on_every_command(command):
+    r = aart(command, "--help")
+    assert r.returncode == 0 and "Usage:" in r.stdout
+
+
+def test_bad_recipe_is_a_usage_error_without_traceback(tmp_path):
+    path = write_recipe(tmp_path, MINI_RECIPE.replace("strategy: per-value", "strategy: per-valu"))
+    r = aart("run", path, "--out", tmp_path / "run")
+    assert r.returncode == 2
+    assert "recipe.yaml:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_unknown_provider_is_a_usage_error(mini_recipe, tmp_path):
+    r = aart("run", mini_recipe, "--model", "nope/x", "--out", tmp_path / "run")
+    assert r.returncode == 2 and "unknown provider 'nope'" in r.stderr
+
+
+def test_missing_api_key_names_the_fix(mini_recipe, tmp_path):
+    r = aart("run", mini_recipe, "--model", "openai/gpt-4o-mini", "--out", tmp_path / "run")
+    assert r.returncode == 2 and "OPENAI_API_KEY" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_unreachable_endpoint_is_a_runtime_failure(tmp_path):
+    text = MINI_RECIPE.replace("default: fake/test", "default: openai/x\n  base_url: http://127.0.0.1:9/v1\n  max_retries: 1")
+    r = aart("run", write_recipe(tmp_path, text), "--out", tmp_path / "run")
+    assert r.returncode == 1 and "cannot reach" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_run_steps_and_summary(mini_recipe, tmp_path):
+    out = tmp_path / "run"
+    r = aart("define", mini_recipe, "--out", out)
+    assert r.returncode == 0 and "regions" in r.stdout
+    r = aart("scope", out)
+    assert r.returncode == 0 and "attempts: 6" in r.stdout and "expected prompts: 18" in r.stdout
+    r = aart("generate", out)
+    assert r.returncode == 0 and "18 of 18" in r.stdout
+    r = aart("run", mini_recipe, "--out", out)
+    assert r.returncode == 0 and "prompts" in r.stdout and "dataset.aart.csv" in r.stdout
+
+
+def test_dry_run_spends_nothing(mini_recipe, tmp_path):
+    r = aart("run", mini_recipe, "--dry-run", cwd=tmp_path)
+    est = json.loads(r.stdout)
+    assert est["attempts"] == 6 and est["define_calls"] == 1 and est["total_tokens"] > 0
+    assert not (tmp_path / "runs").exists()
+
+
+def test_recipes_and_init(tmp_path):
+    r = aart("recipes")
+    assert "aart-demo" in r.stdout
+    r = aart("init", "aart-demo", cwd=tmp_path)
+    assert r.returncode == 0 and (tmp_path / "aart-demo.yaml").exists()
+    r = aart("init", "aart-demo", cwd=tmp_path)
+    assert r.returncode == 2 and "exists" in r.stderr

@@ -1,0 +1,94 @@
+import pytest
+
+from aart.errors import RecipeError
+from aart.recipe import builtin_recipes, load_recipe
+from aart.recipe.template import render
+from conftest import MINI_RECIPE, write_recipe
+
+
+def line_of(text, needle):
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def err(tmp_path, text):
+    with pytest.raises(RecipeError) as e:
+        load_recipe(write_recipe(tmp_path, text))
+    return e.value
+
+
+def test_mini_recipe_loads(mini_recipe):
+    loaded = load_recipe(mini_recipe)
+    assert loaded.recipe.dimensions["concepts"].values[0].value == "rule breaking"
+    assert len(loaded.hash) == 16
+
+
+def test_unknown_key_has_file_line_and_fix(tmp_path):
+    text = MINI_RECIPE.replace("  attempts_per_value: 2", "  attempts_per_valu: 2")
+    e = err(tmp_path, text)
+    assert e.file.endswith("recipe.yaml") and e.column == 3
+    assert e.line == line_of(text, "attempts_per_valu")
+    assert "unknown key 'attempts_per_valu'" in str(e) and "fix:" in str(e)
+
+
+def test_wrong_type_points_at_value(tmp_path):
+    e = err(tmp_path, MINI_RECIPE.replace("queries_per_attempt: 3", "queries_per_attempt: many"))
+    assert e.line == line_of(MINI_RECIPE, "queries_per_attempt") and "whole number" in str(e)
+
+
+def test_missing_required_key(tmp_path):
+    e = err(tmp_path, MINI_RECIPE.replace("name: mini\n", ""))
+    assert "missing required key 'name'" in str(e)
+
+
+def test_unknown_dimension_in_scope(tmp_path):
+    e = err(tmp_path, MINI_RECIPE.replace("primary: concepts", "primary: concept"))
+    assert e.line == line_of(MINI_RECIPE, "primary:") and "unknown dimension 'concept'" in str(e)
+
+
+def test_empty_values_refused(tmp_path):
+    e = err(tmp_path, MINI_RECIPE.replace("values: [email, poem, how-to, story]", "values: []"))
+    assert "empty" in str(e) and e.line == line_of(MINI_RECIPE, "values: [email")
+
+
+def test_yaml_syntax_error_located(tmp_path):
+    e = err(tmp_path, MINI_RECIPE.replace("  name: Test assistant", "  name: [unclosed"))
+    assert e.line is not None and "not valid YAML" in str(e)
+
+
+def test_template_unknown_dimension(tmp_path):
+    e = err(tmp_path, MINI_RECIPE.replace("values.regions", "values.region"))
+    assert "unknown dimension 'region'" in str(e)
+    assert e.line == line_of(MINI_RECIPE, "as {{ values.formats")
+
+
+def test_template_unknown_name(tmp_path):
+    e = err(tmp_path, MINI_RECIPE.replace("{{ n }}", "{{ count }}"))
+    assert "unknown name(s): count" in str(e)
+
+
+def test_template_sandbox_refuses_python_internals():
+    with pytest.raises(RecipeError, match="unsafe"):
+        render("{{ values.__class__.__mro__[1].__subclasses__() }}", {"values": {}})
+    with pytest.raises(RecipeError, match="unsafe"):
+        render("{{ application.update({'x': 1}) }}", {"application": {}})
+
+
+def test_sizes_override(tmp_path):
+    text = MINI_RECIPE + "sizes:\n  tiny:\n    scope: {queries_per_attempt: 1}\n"
+    path = write_recipe(tmp_path, text)
+    assert load_recipe(path, "tiny").recipe.scope.queries_per_attempt == 1
+    assert load_recipe(path).recipe.scope.queries_per_attempt == 3
+    with pytest.raises(RecipeError, match="no size 'huge'"):
+        load_recipe(path, "huge")
+
+
+def test_unknown_recipe_name_lists_builtins():
+    with pytest.raises(RecipeError, match="aart-demo"):
+        load_recipe("no-such-recipe")
+
+
+@pytest.mark.parametrize("name", sorted(builtin_recipes()))
+def test_builtin_recipes_load_with_every_size(name):
+    loaded = load_recipe(name)
+    for size in loaded.recipe.sizes:
+        load_recipe(name, size)

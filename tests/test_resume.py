@@ -1,0 +1,53 @@
+"""Kill a run with SIGKILL part-way, re-run it: no lost work, no duplicates, no repeated calls."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+from aart.testing import FakeOpenAIServer
+from conftest import MINI_RECIPE, write_recipe
+
+
+def test_sigkill_then_resume(tmp_path):
+    server = FakeOpenAIServer(latency=0.25).start()
+    try:
+        text = MINI_RECIPE.replace("default: fake/test", f"default: openai/fake\n  base_url: {server.base_url}\n  concurrency: 2")
+        text = text.replace("    enumerate:\n      instruction: List world regions.\n      count: 4",
+                            "    values: [north, south, east, west]")
+        text = text.replace("attempts_per_value: 2", "attempts_per_value: 6")
+        recipe = write_recipe(tmp_path, text)
+        out = tmp_path / "run"
+        cmd = [sys.executable, "-m", "aart.cli.main", "run", str(recipe), "--out", str(out)]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        while len(server.requests) < 7 and time.time() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        first = len(server.requests)
+        assert 7 <= first < 18, "the kill must land part-way through the 18 attempts"
+
+        db = sqlite3.connect(out / "run.db")
+        done = db.execute("SELECT COUNT(*) FROM jobs WHERE status='done'").fetchone()[0]
+        records = db.execute("SELECT COUNT(*) FROM records WHERE stage='generate'").fetchone()[0]
+        done_ids = {r[0] for r in db.execute("SELECT id FROM jobs WHERE status='done'")}
+        db.close()
+        assert records == 3 * done  # a job's records land with its status, or not at all
+        assert 0 < done < 18
+
+        finished = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        assert finished.returncode == 0, finished.stderr
+        second = len(server.requests) - first
+        assert second <= 18 - done  # finished (and cached) jobs are never paid for again
+
+        rows = [json.loads(line) for line in (out / "dataset.jsonl").read_text().splitlines()]
+        ids = [r["id"] for r in rows]
+        assert len(ids) == len(set(ids)) == 54
+        assert {r["provenance"]["job_id"] for r in rows} >= done_ids
+    finally:
+        server.stop()

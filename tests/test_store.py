@@ -1,0 +1,44 @@
+import csv
+import json
+
+import pyarrow.parquet as pq
+
+from aart.store.db import MIGRATIONS, RunDB
+from aart.store.export import read_jsonl, write_csv, write_jsonl, write_parquet
+
+
+def test_migrations_are_versioned(tmp_path):
+    db = RunDB(tmp_path / "run.db")
+    assert db.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    assert db.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    db.close()
+    RunDB(tmp_path / "run.db").close()  # reopening does not re-run migrations
+
+
+def test_jobs_complete_atomically_and_without_duplicates(tmp_path):
+    db = RunDB(tmp_path / "run.db")
+    db.add_jobs("s", [(f"j{i}", {"i": i}) for i in range(1200)])
+    db.add_jobs("s", [("j0", {"i": 0})])  # idempotent
+    assert db.job_counts("s") == {"pending": 1200}
+    pending = list(db.pending_jobs("s", chunk=100))
+    assert len(pending) == 1200 and pending[0] == ("j0", {"i": 0})
+    db.complete_job("j0", [("j0:0", "s", {"x": 1}), ("j0:1", "s.bad", {"x": 2})])
+    db.complete_job("j0", [("j0:0", "s", {"x": 1})])
+    assert list(db.records("s")) == [{"x": 1}]
+    assert list(db.records("s.bad")) == [{"x": 2}]
+    assert db.job_counts("s") == {"done": 1, "pending": 1199}
+    db.fail_job("j1", "boom")
+    assert db.job_errors("s") == [("j1", "boom")]
+    assert len(list(db.pending_jobs("s"))) == 1199  # failed jobs are retried on resume
+
+
+def test_exports_round_trip(tmp_path):
+    rows = [{"prompt": "a <b>", "n": 1, "tags": ["x"]}, {"prompt": "c", "n": 2, "extra": "e"}]
+    write_jsonl(rows, tmp_path / "d.jsonl")
+    assert read_jsonl(tmp_path / "d.jsonl") == rows
+    write_csv(rows, tmp_path / "d.csv")
+    got = list(csv.DictReader(open(tmp_path / "d.csv")))
+    assert got[0]["tags"] == json.dumps(["x"]) and got[1]["extra"] == "e"
+    write_parquet(rows, tmp_path / "d.parquet")
+    table = pq.read_table(tmp_path / "d.parquet").to_pylist()
+    assert table[0]["prompt"] == "a <b>" and table[1]["extra"] == "e"
