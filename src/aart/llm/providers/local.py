@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ...errors import ConfigError, ProviderError
@@ -15,6 +16,18 @@ from .base import ModelAPI, ModelOptions, register_provider
 # One engine per model file per process: loading is slow and the weights are shared.
 _ENGINES: dict[tuple[str, int], Any] = {}
 _ENGINES_LOCK = threading.Lock()
+# Every llama.cpp call runs on one long-lived thread. libgomp keeps a thread team per calling
+# thread and throttles its spin-waiting once teams outnumber the cores: calling from fresh
+# threads (asyncio.to_thread) measured 30% fewer tokens/s than one steady thread.
+_ENGINE_THREAD: ThreadPoolExecutor | None = None
+
+
+def engine_thread() -> ThreadPoolExecutor:
+    global _ENGINE_THREAD
+    with _ENGINES_LOCK:
+        if _ENGINE_THREAD is None:
+            _ENGINE_THREAD = ThreadPoolExecutor(1, thread_name_prefix="aart-llama")
+        return _ENGINE_THREAD
 
 
 def load_engine(path: str, n_ctx: int, n_threads: int | None) -> Any:
@@ -38,13 +51,13 @@ def load_engine(path: str, n_ctx: int, n_threads: int | None) -> Any:
 
 
 class LocalLlamaAPI(ModelAPI):
-    # One generation at a time: llama.cpp contexts are not thread-safe and the CPU is the limit.
+    # One generation at a time (one engine thread): contexts are not thread-safe and the CPU
+    # is the limit anyway.
     default_concurrency = 1
 
     def __init__(self, model: str, options: ModelOptions) -> None:
         super().__init__(model, options)
         self.path = str(resolve_model_path(model))
-        self._lock = asyncio.Lock()
 
     @property
     def endpoint(self) -> str:
@@ -80,8 +93,8 @@ class LocalLlamaAPI(ModelAPI):
     async def complete(
         self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
     ) -> RawResponse:
-        async with self._lock:
-            return await asyncio.to_thread(self._run, messages, config, schema)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(engine_thread(), self._run, messages, config, schema)
 
 
 register_provider("local", LocalLlamaAPI)

@@ -1,0 +1,10 @@
+"""Run every benchmark in one go (figures are ratios measured within one run)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+for script in ("bench_throughput.py", "bench_memory.py", "bench_embedded.py"):
+    print(f"== {script}", flush=True)
+    subprocess.run([sys.executable, str(HERE / script)], check=True)
