@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +39,8 @@ def load_engine(path: str, n_ctx: int, n_threads: int | None) -> Any:
     with _ENGINES_LOCK:
         key = (path, n_ctx)
         if key not in _ENGINES:
+            if not _ENGINES:
+                atexit.register(close_engines)
             try:
                 _ENGINES[key] = Llama(
                     model_path=path,
@@ -48,6 +51,14 @@ def load_engine(path: str, n_ctx: int, n_threads: int | None) -> Any:
             except (ValueError, RuntimeError) as e:
                 raise ProviderError(f"could not load {path}: {e}; is it a valid GGUF?") from e
         return _ENGINES[key]
+
+
+def close_engines() -> None:
+    """Free the engines before interpreter teardown (llama-cpp-python's __del__ fails then)."""
+    with _ENGINES_LOCK:
+        for engine in _ENGINES.values():
+            engine.close()
+        _ENGINES.clear()
 
 
 class LocalLlamaAPI(ModelAPI):
