@@ -27,7 +27,7 @@ $(LLAMA_WHEEL_STAMP): | $(PY)
 	touch $@
 
 $(VENV)/.installed: pyproject.toml constraints.txt $(LLAMA_WHEEL_STAMP) | $(PY)
-	$(PIP) install -q -c constraints.txt --find-links $(WHEELS) -e '.[local,dev]'
+	$(PIP) install -q -c constraints.txt --find-links $(WHEELS) -e '.[local,embeddings,dev]'
 	touch $@
 
 install: $(VENV)/.installed

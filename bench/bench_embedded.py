@@ -22,13 +22,17 @@ def direct() -> list[float]:
     from aart.llm.local_model import default_model_path
 
     # The same settings aart uses (llama-cpp-python would default to half the cores).
-    engine = Llama(model_path=str(default_model_path()), n_ctx=4096, n_threads=os.cpu_count(), verbose=False)
+    engine = Llama(
+        model_path=str(default_model_path()), n_ctx=4096, n_threads=os.cpu_count(), verbose=False
+    )
     rates = []
     for _ in range(CALLS + 1):
         t = time.perf_counter()
         out = engine.create_chat_completion(
-            messages=[{"role": "user", "content": PROMPT}], temperature=0.0,
-            max_tokens=MAX_TOKENS, seed=0,
+            messages=[{"role": "user", "content": PROMPT}],
+            temperature=0.0,
+            max_tokens=MAX_TOKENS,
+            seed=0,
         )
         rates.append(out["usage"]["completion_tokens"] / (time.perf_counter() - t))
     return rates[1:]
@@ -43,7 +47,9 @@ def through_aart() -> list[float]:
         rates = []
         for _ in range(CALLS + 1):
             t = time.perf_counter()
-            out = await model.generate([Message("user", PROMPT)], GenerateConfig(0.0, MAX_TOKENS, 0))
+            out = await model.generate(
+                [Message("user", PROMPT)], GenerateConfig(0.0, MAX_TOKENS, 0)
+            )
             rates.append(out.usage.completion_tokens / (time.perf_counter() - t))
         return rates[1:]
 
@@ -54,11 +60,15 @@ def main() -> None:
     results: dict[str, list[float]] = {"direct": [], "aart": []}
     for _ in range(2):
         for mode in ("direct", "aart"):
-            out = subprocess.run([sys.executable, __file__, mode], capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, __file__, mode], capture_output=True, text=True, check=True
+            )
             results[mode] += [float(x) for x in out.stdout.split()]
     md, ma = statistics.median(results["direct"]), statistics.median(results["aart"])
-    print(f"embedded tokens/s: direct {md:.1f}, through aart {ma:.1f} -> ratio {ma / md:.3f} "
-          f"(direct {[round(x, 1) for x in results['direct']]}, aart {[round(x, 1) for x in results['aart']]})")
+    print(
+        f"embedded tokens/s: direct {md:.1f}, through aart {ma:.1f} -> ratio {ma / md:.3f} "
+        f"(direct {[round(x, 1) for x in results['direct']]}, aart {[round(x, 1) for x in results['aart']]})"
+    )
 
 
 if __name__ == "__main__":

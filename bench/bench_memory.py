@@ -25,7 +25,9 @@ def one(n: int) -> None:
 
         async def work(job: tuple[str, dict]) -> None:
             jid, payload = job
-            out = await model.generate([Message("user", f"job {payload['i']}")], GenerateConfig(max_tokens=8))
+            out = await model.generate(
+                [Message("user", f"job {payload['i']}")], GenerateConfig(max_tokens=8)
+            )
             db.complete_job(jid, [(f"{jid}:0", "bench", {"text": out.text})])
 
         t = time.perf_counter()
@@ -43,11 +45,15 @@ if __name__ == "__main__":
     sizes = [int(a) for a in sys.argv[1:]] or [10_000, 100_000]
     peaks = {}
     for n in sizes:  # each size in a fresh process, so peaks do not carry over
-        out = subprocess.run([sys.executable, __file__, "--one", str(n)], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", str(n)], capture_output=True, text=True, check=True
+        )
         n_, done, before, peak, secs = out.stdout.split()
         peaks[n] = int(peak)
-        print(f"{n:>7} jobs: {done} done in {secs}s, peak RSS {int(peak) / 1024:.1f} MiB "
-              f"(after loading the jobs into run.db: {int(before) / 1024:.1f} MiB)")
+        print(
+            f"{n:>7} jobs: {done} done in {secs}s, peak RSS {int(peak) / 1024:.1f} MiB "
+            f"(after loading the jobs into run.db: {int(before) / 1024:.1f} MiB)"
+        )
     if len(sizes) >= 2:
         a, b = sizes[0], sizes[-1]
         print(f"peak RSS ratio {b} vs {a} jobs: {peaks[b] / peaks[a]:.3f}")

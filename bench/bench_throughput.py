@@ -14,8 +14,10 @@ CALLS, CONCURRENCY, LATENCY, PORT = 2000, 64, 0.2, 8771
 
 
 async def main() -> dict[str, float]:
-    model = get_model("openai/bench", ModelOptions(base_url=f"http://127.0.0.1:{PORT}/v1",
-                                                   concurrency=CONCURRENCY))
+    model = get_model(
+        "openai/bench",
+        ModelOptions(base_url=f"http://127.0.0.1:{PORT}/v1", concurrency=CONCURRENCY),
+    )
     msgs = [[Message("user", f"request {i}")] for i in range(CALLS)]
     await model.generate(msgs[0], GenerateConfig(max_tokens=16))  # warm the connection pool
     t = time.perf_counter()
@@ -24,17 +26,36 @@ async def main() -> dict[str, float]:
     await model.aclose()
     rate = CALLS / elapsed
     ideal = CONCURRENCY / LATENCY
-    return {"calls": CALLS, "seconds": elapsed, "calls_per_s": rate, "ideal": ideal, "ratio": rate / ideal}
+    return {
+        "calls": CALLS,
+        "seconds": elapsed,
+        "calls_per_s": rate,
+        "ideal": ideal,
+        "ratio": rate / ideal,
+    }
 
 
 if __name__ == "__main__":
     # The server runs in its own process so it does not share a GIL with the client.
-    server = subprocess.Popen([sys.executable, "-m", "aart.testing.fake_server", "--port", str(PORT),
-                               "--latency", str(LATENCY)], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "aart.testing.fake_server",
+            "--port",
+            str(PORT),
+            "--latency",
+            str(LATENCY),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         server.stdout.readline()
         r = asyncio.run(main())
     finally:
         server.terminate()
-    print(f"throughput: {r['calls_per_s']:.1f} calls/s of ideal {r['ideal']:.0f} "
-          f"-> ratio {r['ratio']:.3f} ({r['calls']} calls in {r['seconds']:.2f}s)")
+    print(
+        f"throughput: {r['calls_per_s']:.1f} calls/s of ideal {r['ideal']:.0f} "
+        f"-> ratio {r['ratio']:.3f} ({r['calls']} calls in {r['seconds']:.2f}s)"
+    )

@@ -5,16 +5,21 @@ import subprocess
 import sys
 
 import pytest
+from conftest import MINI_RECIPE, write_recipe
 
 from aart import __version__
-from conftest import MINI_RECIPE, write_recipe
 
 COMMANDS = ["run", "define", "scope", "generate", "recipes", "init"]
 
 
 def aart(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "aart", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "aart", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
 
 
 def test_version():
@@ -46,7 +51,10 @@ def test_missing_api_key_names_the_fix(mini_recipe, tmp_path):
 
 
 def test_unreachable_endpoint_is_a_runtime_failure(tmp_path):
-    text = MINI_RECIPE.replace("default: fake/test", "default: openai/x\n  base_url: http://127.0.0.1:9/v1\n  max_retries: 1")
+    text = MINI_RECIPE.replace(
+        "default: fake/test",
+        "default: openai/x\n  base_url: http://127.0.0.1:9/v1\n  max_retries: 1",
+    )
     r = aart("run", write_recipe(tmp_path, text), "--out", tmp_path / "run")
     assert r.returncode == 1 and "cannot reach" in r.stderr and "Traceback" not in r.stderr
 

@@ -4,10 +4,10 @@ import csv
 import json
 
 import pytest
+from test_local_model import needs_embedded
 
 import aart
 from aart.steps.generate import AART_COLUMNS
-from test_local_model import needs_embedded
 
 
 @needs_embedded

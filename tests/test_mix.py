@@ -17,8 +17,12 @@ axes_sizes = st.lists(st.integers(1, 9), min_size=1, max_size=4)
 
 
 @settings(max_examples=80, deadline=None)
-@given(sizes=axes_sizes, ks=st.lists(st.integers(1, 4), min_size=4, max_size=4),
-       attempts=st.one_of(st.none(), st.integers(1, 40)), seed=st.integers(0, 1000))
+@given(
+    sizes=axes_sizes,
+    ks=st.lists(st.integers(1, 4), min_size=4, max_size=4),
+    attempts=st.one_of(st.none(), st.integers(1, 40)),
+    seed=st.integers(0, 1000),
+)
 def test_balanced_use_counts_differ_by_at_most_one(sizes, ks, attempts, seed):
     values = make_values(sizes)
     sample = {axis: ks[i] for i, axis in enumerate(values)}
@@ -31,8 +35,10 @@ def test_balanced_use_counts_differ_by_at_most_one(sizes, ks, attempts, seed):
         for a in out:
             assert len(a[axis]) == k and len(set(a[axis])) == k  # distinct within an attempt
     if attempts is None:  # the default covers every value at least once
-        assert all(min(Counter(v for a in out for v in a[ax]).get(v, 0) for v in vs) >= 1
-                   for ax, vs in values.items())
+        assert all(
+            min(Counter(v for a in out for v in a[ax]).get(v, 0) for v in vs) >= 1
+            for ax, vs in values.items()
+        )
 
 
 @settings(max_examples=60, deadline=None)
@@ -41,8 +47,13 @@ def test_pairwise_covers_every_pair(sizes, seed):
     values = make_values(sizes)
     axes = list(values)
     out = mix.pairwise(values, axes, {}, {}, seed)
-    seen = {(a, x, b, y) for att in out for a, b in combinations(axes, 2)
-            for x in att[a] for y in att[b]}
+    seen = {
+        (a, x, b, y)
+        for att in out
+        for a, b in combinations(axes, 2)
+        for x in att[a]
+        for y in att[b]
+    }
     for a, b in combinations(axes, 2):
         for x in values[a]:
             for y in values[b]:

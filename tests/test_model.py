@@ -7,8 +7,16 @@ import pytest
 
 from aart.errors import StructuredOutputError
 from aart.llm import (
-    Budget, BudgetExhausted, GenerateConfig, Message, Model, ModelOptions, Price, RateLimiter,
-    ScriptedAPI, cache_key,
+    Budget,
+    BudgetExhausted,
+    GenerateConfig,
+    Message,
+    Model,
+    ModelOptions,
+    Price,
+    RateLimiter,
+    ScriptedAPI,
+    cache_key,
 )
 from aart.llm.providers.base import ModelAPI
 from aart.llm.types import RawResponse, Usage

@@ -11,7 +11,9 @@ from aart.store.db import RunDB
 
 SCHEMA = {
     "type": "object",
-    "properties": {"values": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2}},
+    "properties": {
+        "values": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2}
+    },
     "required": ["values"],
 }
 MSGS = [Message("user", "List two mild example values.")]
@@ -63,11 +65,14 @@ def test_gives_up_after_max_retries(fake_server):
         gen(get_model("openai/fake", opts(fake_server, max_retries=2)))
 
 
-@pytest.mark.parametrize("content", [
-    '{"values": ["a", "b"',                                  # truncated
-    '```json\n{"values": ["a", "b"]}\n```',                  # code fence
-    '<think>let me think {about it}</think>{"values": ["a", "b"]}',  # reasoning preamble
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"values": ["a", "b"',  # truncated
+        '```json\n{"values": ["a", "b"]}\n```',  # code fence
+        '<think>let me think {about it}</think>{"values": ["a", "b"]}',  # reasoning preamble
+    ],
+)
 def test_messy_answers_are_parsed(fake_server, content):
     fake_server.push({"content": content})
     assert gen(get_model("openai/fake", opts(fake_server))).parsed == {"values": ["a", "b"]}
@@ -75,11 +80,16 @@ def test_messy_answers_are_parsed(fake_server, content):
 
 def test_invalid_answers_retried_and_recorded(fake_server, tmp_path):
     db = RunDB(tmp_path / "run.db")
-    fake_server.push({"content": "I'm sorry, I can't help with that."}, {"content": '{"values": []}'})
+    fake_server.push(
+        {"content": "I'm sorry, I can't help with that."}, {"content": '{"values": []}'}
+    )
     out = gen(get_model("openai/fake", opts(fake_server), store=db))
     assert len(out.parsed["values"]) == 2
     failures = db.failed_calls()
-    assert [f["raw_text"] for f in failures] == ["I'm sorry, I can't help with that.", '{"values": []}']
+    assert [f["raw_text"] for f in failures] == [
+        "I'm sorry, I can't help with that.",
+        '{"values": []}',
+    ]
 
 
 def test_refusal_everywhere_raises_with_raw_text(fake_server):
@@ -95,7 +105,10 @@ def test_response_format_fallback(fake_server):
     fake_server.push({"content": '{"values": ["a", "b"]}'})
     out = gen(model)
     assert out.parsed == {"values": ["a", "b"]}
-    assert [r.get("response_format", {}).get("type") for r in fake_server.requests] == ["json_schema", "json_object"]
+    assert [r.get("response_format", {}).get("type") for r in fake_server.requests] == [
+        "json_schema",
+        "json_object",
+    ]
     # the schema travels as instructions once the server will not take it natively
     assert "JSON Schema" in fake_server.requests[-1]["messages"][0]["content"]
     fake_server.reject_formats = {"json_schema", "json_object"}
@@ -121,8 +134,10 @@ def test_missing_api_key_names_the_fix():
 
 
 def test_unreachable_endpoint_is_reported():
-    model = get_model("openai/x", ModelOptions(base_url="http://127.0.0.1:9/v1", max_retries=1,
-                                                backoff_base=0.01, timeout=2))
+    model = get_model(
+        "openai/x",
+        ModelOptions(base_url="http://127.0.0.1:9/v1", max_retries=1, backoff_base=0.01, timeout=2),
+    )
     with pytest.raises(ProviderError, match="cannot reach http://127.0.0.1:9/v1"):
         gen(model)
 

@@ -1,9 +1,9 @@
 import pytest
+from conftest import MINI_RECIPE, write_recipe
 
 from aart.errors import RecipeError
 from aart.recipe import builtin_recipes, load_recipe
 from aart.recipe.template import render
-from conftest import MINI_RECIPE, write_recipe
 
 
 def line_of(text, needle):

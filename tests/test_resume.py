@@ -8,16 +8,22 @@ import subprocess
 import sys
 import time
 
-from aart.testing import FakeOpenAIServer
 from conftest import MINI_RECIPE, write_recipe
+
+from aart.testing import FakeOpenAIServer
 
 
 def test_sigkill_then_resume(tmp_path):
     server = FakeOpenAIServer(latency=0.25).start()
     try:
-        text = MINI_RECIPE.replace("default: fake/test", f"default: openai/fake\n  base_url: {server.base_url}\n  concurrency: 2")
-        text = text.replace("    enumerate:\n      instruction: List world regions.\n      count: 4",
-                            "    values: [north, south, east, west]")
+        text = MINI_RECIPE.replace(
+            "default: fake/test",
+            f"default: openai/fake\n  base_url: {server.base_url}\n  concurrency: 2",
+        )
+        text = text.replace(
+            "    enumerate:\n      instruction: List world regions.\n      count: 4",
+            "    values: [north, south, east, west]",
+        )
         text = text.replace("attempts_per_value: 2", "attempts_per_value: 6")
         recipe = write_recipe(tmp_path, text)
         out = tmp_path / "run"

@@ -4,6 +4,7 @@ import csv
 import json
 
 import pytest
+from conftest import MINI_RECIPE, write_recipe
 
 import aart
 from aart.errors import BudgetError, UsageError
@@ -11,7 +12,6 @@ from aart.llm import register_script
 from aart.steps.define import normalize_value
 from aart.steps.generate import AART_COLUMNS
 from aart.store.rundir import Run
-from conftest import MINI_RECIPE, write_recipe
 
 
 def test_normalize_value():
@@ -24,7 +24,12 @@ def test_define_explicit_and_enumerated(mini_recipe, tmp_path):
     counts = aart.define(mini_recipe, out)
     assert counts == {"concepts": 3, "formats": 4, "regions": 4}
     with Run.open(out) as run:
-        assert [v.value for v in run.read_dimension("formats")] == ["email", "poem", "how-to", "story"]
+        assert [v.value for v in run.read_dimension("formats")] == [
+            "email",
+            "poem",
+            "how-to",
+            "story",
+        ]
         regions = [v.value for v in run.read_dimension("regions")]
     assert regions == sorted(regions) and all(r == r.lower() for r in regions)
 
@@ -36,12 +41,20 @@ def test_define_is_hierarchical_and_deduplicated(tmp_path):
             return {"values": ["Alpha Group", "beta group"]}
         if "alpha group" in prompt:
             # a duplicate first, so a "give me more" round is needed
-            return {"values": ["three"]} if "already have" in prompt else {"values": ["One", "one ", "Two"]}
+            return (
+                {"values": ["three"]}
+                if "already have" in prompt
+                else {"values": ["One", "one ", "Two"]}
+            )
         return {"values": ["Four", "five", "six"]}
 
     get = register_script("hier", [answer])
-    recipe = write_recipe(tmp_path, MINI_RECIPE.replace("default: fake/test", "default: hier/x").replace(
-        "      count: 4", "      count: 3\n      categories: 2"))
+    recipe = write_recipe(
+        tmp_path,
+        MINI_RECIPE.replace("default: fake/test", "default: hier/x").replace(
+            "      count: 4", "      count: 3\n      categories: 2"
+        ),
+    )
     aart.define(recipe, tmp_path / "run")
     with Run.open(tmp_path / "run") as run:
         values = run.read_dimension("regions")
@@ -71,9 +84,12 @@ def test_edits_between_steps_are_used(mini_recipe, tmp_path):
 
 
 def test_scope_filters_and_counts(tmp_path):
-    text = MINI_RECIPE.replace("  queries_per_attempt: 3", """  queries_per_attempt: 3
+    text = MINI_RECIPE.replace(
+        "  queries_per_attempt: 3",
+        """  queries_per_attempt: 3
   filters:
-    formats: {drop: [poem], drop_regex: ["^how"]}""")
+    formats: {drop: [poem], drop_regex: ["^how"]}""",
+    )
     out = tmp_path / "run"
     aart.define(write_recipe(tmp_path, text), out)
     plan = aart.scope(out)
@@ -91,8 +107,10 @@ def test_scope_refuses_impossible_counts(tmp_path):
 
 def test_over_budget_blueprint_fails_before_any_call(tmp_path):
     text = MINI_RECIPE + "budget: {max_calls: 3}\n"
-    text = text.replace("    enumerate:\n      instruction: List world regions.\n      count: 4",
-                        "    values: [north, south]")
+    text = text.replace(
+        "    enumerate:\n      instruction: List world regions.\n      count: 4",
+        "    values: [north, south]",
+    )
     out = tmp_path / "run"
     with pytest.raises(BudgetError, match="6 calls > max_calls 3"):
         aart.run(write_recipe(tmp_path, text), out=out)
@@ -108,9 +126,21 @@ def test_run_end_to_end_with_fake(mini_recipe, tmp_path):
     rows = [json.loads(line) for line in (out / "dataset.jsonl").read_text().splitlines()]
     assert len(rows) == 18 and len({r["id"] for r in rows}) == 18
     p = rows[0]["provenance"]
-    assert {"run_id", "recipe_hash", "model", "temperature", "seed", "attempt_id", "call_id"} <= set(p)
+    assert {
+        "run_id",
+        "recipe_hash",
+        "model",
+        "temperature",
+        "seed",
+        "attempt_id",
+        "call_id",
+    } <= set(p)
     aart_rows = list(csv.DictReader(open(out / "dataset.aart.csv")))
-    assert list(aart_rows[0]) == AART_COLUMNS and aart_rows[0]["crime"] in ("rule breaking", "unsafe advice", "privacy leaks")
+    assert list(aart_rows[0]) == AART_COLUMNS and aart_rows[0]["crime"] in (
+        "rule breaking",
+        "unsafe advice",
+        "privacy leaks",
+    )
     for f in ("dataset.csv", "dataset.parquet", "summary.json", "duplicates.jsonl"):
         assert (out / f).exists()
     calls = result.usage["calls"]
@@ -119,8 +149,11 @@ def test_run_end_to_end_with_fake(mini_recipe, tmp_path):
 
 
 def _item(i, fmt="email", prompt=None):
-    return {"topic": f"topic {i}", "format": fmt,
-            "prompt": prompt or f"please write a short {fmt} about harbor number {i} and its rules"}
+    return {
+        "topic": f"topic {i}",
+        "format": fmt,
+        "prompt": prompt or f"please write a short {fmt} about harbor number {i} and its rules",
+    }
 
 
 def test_refusals_invalid_items_and_duplicates_are_topped_up(tmp_path):
@@ -134,17 +167,27 @@ def test_refusals_invalid_items_and_duplicates_are_topped_up(tmp_path):
 
     def mixed(msgs, schema):
         fmts = schema["properties"]["queries"]["items"]["properties"]["format"]["enum"]
-        return {"queries": [
-            _item(1, fmts[0]),
-            _item(1, fmts[0]),                                    # exact duplicate
-            _item(2, "not-a-format"),                             # annotation outside the attempt
-        ]}
+        return {
+            "queries": [
+                _item(1, fmts[0]),
+                _item(1, fmts[0]),  # exact duplicate
+                _item(2, "not-a-format"),  # annotation outside the attempt
+            ]
+        }
 
     register_script("mixed", ["I'm sorry, but I can't help with that."] * 3 + [mixed] + [good] * 20)
-    text = MINI_RECIPE.replace("default: fake/test", "default: mixed/x\n  concurrency: 1").replace(
-        "attempts_per_value: 2", "attempts_per_value: 1").replace(
-        "    enumerate:\n      instruction: List world regions.\n      count: 4", "    values: [north, south]")
-    text = text.replace("  strategy: per-value\n  primary: concepts", "  strategy: per-value\n  primary: concepts\n  filters: {concepts: {keep: [rule breaking, unsafe advice]}}")
+    text = (
+        MINI_RECIPE.replace("default: fake/test", "default: mixed/x\n  concurrency: 1")
+        .replace("attempts_per_value: 2", "attempts_per_value: 1")
+        .replace(
+            "    enumerate:\n      instruction: List world regions.\n      count: 4",
+            "    values: [north, south]",
+        )
+    )
+    text = text.replace(
+        "  strategy: per-value\n  primary: concepts",
+        "  strategy: per-value\n  primary: concepts\n  filters: {concepts: {keep: [rule breaking, unsafe advice]}}",
+    )
     result = aart.run(write_recipe(tmp_path, text), out=tmp_path / "run")
     s = result.stats
     assert s.refused_calls == 1
@@ -156,7 +199,9 @@ def test_refusals_invalid_items_and_duplicates_are_topped_up(tmp_path):
 def test_persistent_shortfall_is_reported(tmp_path):
     register_script("refuser", ["I cannot assist with that."])
     text = MINI_RECIPE.replace("default: fake/test", "default: refuser/x").replace(
-        "    enumerate:\n      instruction: List world regions.\n      count: 4", "    values: [north, south]")
+        "    enumerate:\n      instruction: List world regions.\n      count: 4",
+        "    values: [north, south]",
+    )
     result = aart.run(write_recipe(tmp_path, text), out=tmp_path / "run")
     assert result.stats.prompts == 0 and result.stats.shortfall == 18
     assert result.stats.refused_calls == 6 * 3  # every attempt and both top-up rounds
@@ -165,6 +210,18 @@ def test_persistent_shortfall_is_reported(tmp_path):
 def test_resume_refuses_a_different_recipe(mini_recipe, tmp_path):
     out = tmp_path / "run"
     aart.define(mini_recipe, out)
-    other = write_recipe(tmp_path, MINI_RECIPE.replace("queries_per_attempt: 3", "queries_per_attempt: 4"), "other.yaml")
+    other = write_recipe(
+        tmp_path,
+        MINI_RECIPE.replace("queries_per_attempt: 3", "queries_per_attempt: 4"),
+        "other.yaml",
+    )
     with pytest.raises(UsageError, match="different recipe"):
         aart.define(other, out)
+
+
+@pytest.mark.parametrize("name", ["aart-demo", "hate-harassment", "sexual-content", "bank-chatbot"])
+def test_every_builtin_recipe_runs_on_the_fake_model(name, tmp_path):
+    result = aart.run(name, out=tmp_path / name, model="fake/test")
+    assert result.stats.requested > 0
+    assert result.stats.prompts + result.stats.shortfall == result.stats.requested
+    assert result.stats.valid_rate == 1.0

@@ -1,11 +1,18 @@
 import pytest
 
 from aart.llm.structured import (
-    extract_json_text, looks_like_refusal, parse_json, schema_errors, strip_reasoning,
+    extract_json_text,
+    looks_like_refusal,
+    parse_json,
+    schema_errors,
+    strip_reasoning,
 )
 
-SCHEMA = {"type": "object", "properties": {"values": {"type": "array", "items": {"type": "string"}}},
-          "required": ["values"]}
+SCHEMA = {
+    "type": "object",
+    "properties": {"values": {"type": "array", "items": {"type": "string"}}},
+    "required": ["values"],
+}
 
 
 def test_plain_json():
@@ -54,15 +61,18 @@ def test_schema_errors_report_path():
 
 
 def test_extract_prefers_fenced_block():
-    assert extract_json_text('x {bad\n```json\n[1, 2]\n```') == "[1, 2]"
+    assert extract_json_text("x {bad\n```json\n[1, 2]\n```") == "[1, 2]"
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("I'm sorry, but I can't help with that.", True),
-    ("I cannot assist with this request.", True),
-    ("As an AI language model, I must decline.", True),
-    ('{"values": ["email"]}', False),
-    ("Write a poem about the harbor at night.", False),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("I'm sorry, but I can't help with that.", True),
+        ("I cannot assist with this request.", True),
+        ("As an AI language model, I must decline.", True),
+        ('{"values": ["email"]}', False),
+        ("Write a poem about the harbor at night.", False),
+    ],
+)
 def test_refusal_detection(text, expected):
     assert looks_like_refusal(text) is expected

@@ -1,15 +1,15 @@
 """The exceptions aart raises on purpose.
 
-    AartError                      base; the CLI prints its message, no traceback
-    ├── UsageError                 the user can fix the input (exit code 2)
-    │   ├── RecipeError            a recipe file is invalid; carries file:line:column
-    │   ├── ConfigError            unknown provider, missing API key, bad option
-    │   └── BudgetError            the planned work exceeds the recipe's budget
-    └── RuntimeFailure             something failed while running (exit code 1)
-        ├── ProviderError          an endpoint failed after retries, or answered unusably
-        │   └── TransientError     a retryable failure (429, 5xx, timeout, connection)
-        ├── StructuredOutputError  a model never produced valid structured output
-        └── ModelFileError         a local model file is missing or corrupted
+AartError                      base; the CLI prints its message, no traceback
+├── UsageError                 the user can fix the input (exit code 2)
+│   ├── RecipeError            a recipe file is invalid; carries file:line:column
+│   ├── ConfigError            unknown provider, missing API key, bad option
+│   └── BudgetError            the planned work exceeds the recipe's budget
+└── RuntimeFailure             something failed while running (exit code 1)
+    ├── ProviderError          an endpoint failed after retries, or answered unusably
+    │   └── TransientError     a retryable failure (429, 5xx, timeout, connection)
+    ├── StructuredOutputError  a model never produced valid structured output
+    └── ModelFileError         a local model file is missing or corrupted
 """
 
 from __future__ import annotations
@@ -27,8 +27,13 @@ class UsageError(AartError):
 
 class RecipeError(UsageError):
     def __init__(
-        self, message: str, *, file: str | None = None, line: int | None = None,
-        column: int | None = None, fix: str | None = None,
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        fix: str | None = None,
     ) -> None:
         self.file, self.line, self.column, self.fix = file, line, column, fix
         where = file or "<recipe>"

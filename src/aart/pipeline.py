@@ -41,8 +41,13 @@ async def _with(model: Model, coro: Any) -> Any:
 
 
 def define(
-    recipe: str | Path, out: str | Path | None = None, *, model: str | None = None,
-    size: str | None = None, no_cache: bool = False, force: bool = False,
+    recipe: str | Path,
+    out: str | Path | None = None,
+    *,
+    model: str | None = None,
+    size: str | None = None,
+    no_cache: bool = False,
+    force: bool = False,
 ) -> dict[str, int]:
     """Step 1: enumerate each dimension's values into ``OUT/dimensions/*.yaml``."""
     with Run.create_or_resume(out or default_out(recipe, size), recipe, size) as run:
@@ -57,7 +62,10 @@ def scope(run_dir: str | Path, *, model: str | None = None, force: bool = False)
 
 
 def generate(
-    run_dir: str | Path, *, model: str | None = None, no_cache: bool = False,
+    run_dir: str | Path,
+    *,
+    model: str | None = None,
+    no_cache: bool = False,
     progress: Progress | None = None,
 ) -> GenerateStats:
     """Step 3: generate the dataset for the blueprint (resuming finished attempts)."""
@@ -65,7 +73,9 @@ def generate(
         return _generate(run, model, no_cache, progress)
 
 
-def _generate(run: Run, model: str | None, no_cache: bool, progress: Progress | None) -> GenerateStats:
+def _generate(
+    run: Run, model: str | None, no_cache: bool, progress: Progress | None
+) -> GenerateStats:
     m = _model(run, "generate", model, no_cache)
     tick = progress("generate", len(run.read_blueprint())) if progress else None
     return asyncio.run(_with(m, generate_run(run, m, tick)))
@@ -83,15 +93,23 @@ class RunResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "run_dir": str(self.root), "dimensions": self.dimensions,
-            "generate": self.stats.as_dict(), "usage": self.usage,
-            "wall_seconds": round(self.seconds, 2), "outputs": self.outputs,
+            "run_dir": str(self.root),
+            "dimensions": self.dimensions,
+            "generate": self.stats.as_dict(),
+            "usage": self.usage,
+            "wall_seconds": round(self.seconds, 2),
+            "outputs": self.outputs,
         }
 
 
 def run(
-    recipe: str | Path, *, out: str | Path | None = None, model: str | None = None,
-    size: str | None = None, no_cache: bool = False, progress: Progress | None = None,
+    recipe: str | Path,
+    *,
+    out: str | Path | None = None,
+    model: str | None = None,
+    size: str | None = None,
+    no_cache: bool = False,
+    progress: Progress | None = None,
     on_plan: Callable[[Plan], None] | None = None,
 ) -> RunResult:
     """Define, scope and generate in one go. Re-running with the same ``out`` resumes."""
@@ -107,15 +125,23 @@ def run(
         usage = r.db.call_totals()
         outputs = {
             name: str(root / name)
-            for name in ("dataset.jsonl", "dataset.csv", "dataset.parquet", "dataset.aart.csv",
-                         "duplicates.jsonl", "blueprint.jsonl")
+            for name in (
+                "dataset.jsonl",
+                "dataset.csv",
+                "dataset.parquet",
+                "dataset.aart.csv",
+                "duplicates.jsonl",
+                "blueprint.jsonl",
+            )
         }
         result = RunResult(root, stats, plan, dims, usage, time.perf_counter() - start, outputs)
         (root / "summary.json").write_text(json.dumps(result.as_dict(), indent=2))
         return result
 
 
-def dry_run(recipe: str | Path, *, model: str | None = None, size: str | None = None) -> dict[str, Any]:
+def dry_run(
+    recipe: str | Path, *, model: str | None = None, size: str | None = None
+) -> dict[str, Any]:
     """Estimate calls, tokens and cost of a whole run without calling any model: enumerated
     dimensions are stood in for by placeholders of the requested counts."""
     loaded: LoadedRecipe = load_recipe(recipe, size)
@@ -133,17 +159,27 @@ def dry_run(recipe: str | Path, *, model: str | None = None, size: str | None = 
             define_tokens += (cats + 1) * (300 + 8 * spec.count)
             vals = [f"{name} {i}" for i in range(1, spec.count * cats + 1)]
         if name in r.scope.filters:
-            vals = [v.value for v in apply_filter([Value(value=x) for x in vals], r.scope.filters[name], r.scope.seed)]
+            vals = [
+                v.value
+                for v in apply_filter(
+                    [Value(value=x) for x in vals], r.scope.filters[name], r.scope.seed
+                )
+            ]
         values[name] = vals
     blueprint = build_blueprint(r, values)
     gen_model = model or r.models.for_stage("generate")
     prompt = sum(estimate_tokens(render_messages(r, a)) for a in blueprint)
     completion = sum(completion_estimate(r, a["queries"]) for a in blueprint)
     return {
-        "recipe": str(loaded.path), "size": size, "model": gen_model,
-        "define_calls": define_calls, "define_tokens": define_tokens,
-        "attempts": len(blueprint), "expected_prompts": sum(a["queries"] for a in blueprint),
-        "generate_calls": len(blueprint), "generate_prompt_tokens": prompt,
+        "recipe": str(loaded.path),
+        "size": size,
+        "model": gen_model,
+        "define_calls": define_calls,
+        "define_tokens": define_tokens,
+        "attempts": len(blueprint),
+        "expected_prompts": sum(a["queries"] for a in blueprint),
+        "generate_calls": len(blueprint),
+        "generate_prompt_tokens": prompt,
         "generate_completion_tokens": completion,
         "total_calls": define_calls + len(blueprint),
         "total_tokens": define_tokens + prompt + completion,

@@ -11,7 +11,10 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 model_option = click.option(
-    "--model", "-m", default=None, metavar="PROVIDER/MODEL",
+    "--model",
+    "-m",
+    default=None,
+    metavar="PROVIDER/MODEL",
     help="Override the recipe's model for every stage, e.g. openai/gpt-4o-mini or local/default.",
 )
 no_cache_option = click.option(
@@ -26,9 +29,14 @@ size_option = click.option(
 def progress_bars() -> Iterator[Callable[[str, int], Callable[[], None]]]:
     """Yields ``start(label, total) -> tick``; bars go to stderr and vanish when not a TTY."""
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        transient=True, disable=not sys.stderr.isatty(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=True,
+        disable=not sys.stderr.isatty(),
     ) as bars:
+
         def start(label: str, total: int) -> Callable[[], None]:
             task = bars.add_task(label, total=total)
             return lambda: bars.advance(task)

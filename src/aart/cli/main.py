@@ -8,6 +8,8 @@ import click
 
 from .. import __version__
 from ..errors import AartError
+from .evaluate_cmd import evaluate_command
+from .extra_cmd import baseline_command, topup_command
 from .recipes_cmd import init_command, recipes_command
 from .run_cmd import run_command
 from .steps_cmd import define_command, generate_command, scope_command
@@ -20,8 +22,17 @@ def cli() -> None:
     prompt dataset for your LLM application."""
 
 
-for command in (run_command, define_command, scope_command, generate_command,
-                recipes_command, init_command):
+for command in (
+    run_command,
+    define_command,
+    scope_command,
+    generate_command,
+    evaluate_command,
+    topup_command,
+    baseline_command,
+    recipes_command,
+    init_command,
+):
     cli.add_command(command)
 
 

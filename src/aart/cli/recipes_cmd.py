@@ -28,7 +28,9 @@ def init_command(name: str, dest: str | None) -> None:
     """Copy built-in recipe NAME into the current directory for editing."""
     recipes = builtin_recipes()
     if name not in recipes:
-        raise UsageError(f"no built-in recipe {name!r}; choose one of: {', '.join(sorted(recipes))}")
+        raise UsageError(
+            f"no built-in recipe {name!r}; choose one of: {', '.join(sorted(recipes))}"
+        )
     target = Path(dest or f"{name}.yaml")
     if target.exists():
         raise UsageError(f"{target} exists; choose another --to or delete it")

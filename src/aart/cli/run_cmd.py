@@ -37,23 +37,36 @@ def run_command(
 
     with progress_bars() as bars:
         result = pipeline.run(
-            recipe, out=out, model=model, size=size, no_cache=no_cache, progress=bars,
+            recipe,
+            out=out,
+            model=model,
+            size=size,
+            no_cache=no_cache,
+            progress=bars,
             on_plan=show_plan,
         )
     s, u = result.stats, result.usage
     click.echo(f"\naart run finished in {result.seconds:.1f}s: {result.root}")
-    echo_kv([
-        ("prompts", f"{s.prompts} of {s.requested} requested"
-                    + (f" (SHORT by {s.shortfall})" if s.shortfall else "")),
-        ("valid items", f"{s.valid_items}/{s.items} ({s.valid_rate:.1%})"),
-        ("duplicates", f"{s.exact_duplicates} exact, {s.near_duplicates} near (removed)"),
-        ("refusals", f"{s.refused_items} items, {s.refused_calls} whole answers (topped up)"),
-        ("jobs", f"{s.jobs} ({s.topup_jobs} top-up, {s.failed_jobs} failed)"),
-        ("calls", f"{u['calls']} ({u['failed_calls']} failed or invalid)"),
-        ("tokens", f"{u['prompt_tokens'] + u['completion_tokens']:,} "
-                   f"({u['prompt_tokens']:,} in, {u['completion_tokens']:,} out)"),
-        ("cost", f"${u['cost']:.4f}"),
-    ])
+    echo_kv(
+        [
+            (
+                "prompts",
+                f"{s.prompts} of {s.requested} requested"
+                + (f" (SHORT by {s.shortfall})" if s.shortfall else ""),
+            ),
+            ("valid items", f"{s.valid_items}/{s.items} ({s.valid_rate:.1%})"),
+            ("duplicates", f"{s.exact_duplicates} exact, {s.near_duplicates} near (removed)"),
+            ("refusals", f"{s.refused_items} items, {s.refused_calls} whole answers (topped up)"),
+            ("jobs", f"{s.jobs} ({s.topup_jobs} top-up, {s.failed_jobs} failed)"),
+            ("calls", f"{u['calls']} ({u['failed_calls']} failed or invalid)"),
+            (
+                "tokens",
+                f"{u['prompt_tokens'] + u['completion_tokens']:,} "
+                f"({u['prompt_tokens']:,} in, {u['completion_tokens']:,} out)",
+            ),
+            ("cost", f"${u['cost']:.4f}"),
+        ]
+    )
     click.echo("outputs:")
     for name, path in result.outputs.items():
         click.echo(f"  {name:<18} {path}")

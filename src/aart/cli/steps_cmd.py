@@ -29,7 +29,9 @@ def define_command(
 @click.command("scope")
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @model_option
-@click.option("--force", is_flag=True, help="Rebuild the blueprint even if it exists (drops edits).")
+@click.option(
+    "--force", is_flag=True, help="Rebuild the blueprint even if it exists (drops edits)."
+)
 def scope_command(run_dir: str, model: str | None, force: bool) -> None:
     """Step 2: filter the value lists and write RUN/blueprint.jsonl (the data mix)."""
     plan = pipeline.scope(run_dir, model=model, force=force)
@@ -47,9 +49,11 @@ def generate_command(run_dir: str, model: str | None, no_cache: bool) -> None:
     with progress_bars() as bars:
         s = pipeline.generate(run_dir, model=model, no_cache=no_cache, progress=bars)
     click.echo(f"dataset: {run_dir}/dataset.jsonl")
-    echo_kv([
-        ("prompts", f"{s.prompts} of {s.requested} requested"),
-        ("valid items", f"{s.valid_items}/{s.items} ({s.valid_rate:.1%})"),
-        ("duplicates", f"{s.exact_duplicates} exact, {s.near_duplicates} near"),
-        ("refusals", f"{s.refused_items} items, {s.refused_calls} answers"),
-    ])
+    echo_kv(
+        [
+            ("prompts", f"{s.prompts} of {s.requested} requested"),
+            ("valid items", f"{s.valid_items}/{s.items} ({s.valid_rate:.1%})"),
+            ("duplicates", f"{s.exact_duplicates} exact, {s.near_duplicates} near"),
+            ("refusals", f"{s.refused_items} items, {s.refused_calls} answers"),
+        ]
+    )

@@ -94,7 +94,9 @@ class Budget:
         if self.max_calls is not None and self.calls >= self.max_calls:
             raise BudgetExhausted(self._msg(f"{self.calls} calls of max_calls {self.max_calls}"))
         if self.max_tokens is not None and self.tokens >= self.max_tokens:
-            raise BudgetExhausted(self._msg(f"{self.tokens} tokens of max_tokens {self.max_tokens}"))
+            raise BudgetExhausted(
+                self._msg(f"{self.tokens} tokens of max_tokens {self.max_tokens}")
+            )
         if self.max_cost is not None and self.cost >= self.max_cost:
             raise BudgetExhausted(self._msg(f"${self.cost:.4f} of max_cost ${self.max_cost}"))
 

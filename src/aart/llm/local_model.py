@@ -31,7 +31,9 @@ def _part_files() -> list[Path]:
     for i, pkg in enumerate(PART_PACKAGES, start=1):
         spec = importlib.util.find_spec(pkg)
         if spec is None or not spec.submodule_search_locations:
-            raise ConfigError(f"the embedded model's package {pkg} is not installed: {INSTALL_HINT}")
+            raise ConfigError(
+                f"the embedded model's package {pkg} is not installed: {INSTALL_HINT}"
+            )
         path = Path(list(spec.submodule_search_locations)[0]) / "data" / f"part{i:02d}.bin"
         if not path.is_file():
             raise ModelFileError(f"{path} is missing; reinstall with {INSTALL_HINT}")
@@ -84,8 +86,12 @@ def resolve_model_path(name: str) -> Path:
         return default_model_path()
     path = Path(name).expanduser()
     if not path.is_file():
-        raise ConfigError(f"local model file {path} does not exist; use local/default or a .gguf path")
+        raise ConfigError(
+            f"local model file {path} does not exist; use local/default or a .gguf path"
+        )
     with path.open("rb") as f:
         if f.read(4) != b"GGUF":
-            raise ModelFileError(f"{path} is not a GGUF model file (bad magic bytes); re-download it")
+            raise ModelFileError(
+                f"{path} is not a GGUF model file (bad magic bytes); re-download it"
+            )
     return path

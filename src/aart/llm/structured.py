@@ -36,7 +36,7 @@ def extract_json_text(text: str) -> str | None:
     starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
     if not starts:
         return None
-    return text[min(starts):].strip()
+    return text[min(starts) :].strip()
 
 
 def parse_json(text: str) -> Any:

@@ -4,6 +4,11 @@ from .loader import LoadedRecipe, builtin_recipes, load_recipe, resolve_recipe_p
 from .models import Dimension, Recipe, Value
 
 __all__ = [
-    "Dimension", "LoadedRecipe", "Recipe", "Value", "builtin_recipes", "load_recipe",
+    "Dimension",
+    "LoadedRecipe",
+    "Recipe",
+    "Value",
+    "builtin_recipes",
+    "load_recipe",
     "resolve_recipe_path",
 ]

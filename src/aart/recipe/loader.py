@@ -35,27 +35,39 @@ class LoadedRecipe:
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
     def where(self, path: KeyPath) -> tuple[int | None, int | None]:
-        for n in range(len(path), -1, -1):
-            if path[:n] in self.locations:
-                return self.locations[path[:n]]
-        return None, None
+        return _where(self.locations, path)
 
     def error(self, path: KeyPath, message: str, fix: str | None = None) -> RecipeError:
-        line, col = self.where(path)
-        key = ".".join(str(p) for p in path)
-        return RecipeError(
-            f"{key}: {message}" if key else message,
-            file=str(self.path), line=line, column=col, fix=fix,
-        )
+        return _located(self.path, self.locations, path, message, fix)
+
+
+def _where(
+    locations: dict[KeyPath, tuple[int, int]], path: KeyPath
+) -> tuple[int | None, int | None]:
+    """Line and column of the deepest part of ``path`` present in the file."""
+    for n in range(len(path), -1, -1):
+        if path[:n] in locations:
+            return locations[path[:n]]
+    return None, None
+
+
+def _located(
+    file: Path,
+    locations: dict[KeyPath, tuple[int, int]],
+    path: KeyPath,
+    message: str,
+    fix: str | None,
+) -> RecipeError:
+    line, col = _where(locations, path)
+    key = ".".join(str(p) for p in path)
+    return RecipeError(
+        f"{key}: {message}" if key else message, file=str(file), line=line, column=col, fix=fix
+    )
 
 
 def builtin_recipes() -> dict[str, Path]:
     root = resources.files(BUILTIN_PACKAGE)
-    return {
-        Path(str(p)).stem: Path(str(p))
-        for p in root.iterdir()
-        if str(p).endswith(".yaml")
-    }
+    return {Path(str(p)).stem: Path(str(p)) for p in root.iterdir() if str(p).endswith(".yaml")}
 
 
 def resolve_recipe_path(name_or_path: str | Path) -> Path:
@@ -128,16 +140,19 @@ def load_recipe(name_or_path: str | Path, size: str | None = None) -> LoadedReci
     if node is not None:
         _locations(node, (), locations)
     if not isinstance(data, dict):
-        raise RecipeError("a recipe is a YAML mapping", file=str(path), line=1, fix="start with `name: ...`")
+        raise RecipeError(
+            "a recipe is a YAML mapping", file=str(path), line=1, fix="start with `name: ...`"
+        )
     if size is not None:
         sizes = data.get("sizes") or {}
         if size not in sizes:
             raise RecipeError(
-                f"recipe has no size {size!r}", file=str(path), line=locations.get(("sizes",), (None,))[0],
+                f"recipe has no size {size!r}",
+                file=str(path),
+                line=locations.get(("sizes",), (None,))[0],
                 fix=f"use one of: {', '.join(sizes) or '(none defined)'}, or drop --size",
             )
         data = deep_merge(data, sizes[size])
-    loaded = LoadedRecipe(Recipe.model_construct(), path, text, size, locations)
     try:
         recipe = Recipe.model_validate(data)
     except ValidationError as e:
@@ -154,8 +169,8 @@ def load_recipe(name_or_path: str | Path, size: str | None = None) -> LoadedReci
             msg = f"unknown key {loc[-1]!r}"
         elif err["type"] == "missing":
             msg = f"missing required key {loc[-1]!r}"
-        raise loaded.error(tuple(clean), msg + more, _FIXES.get(err["type"])) from None
-    loaded.recipe = recipe
+        raise _located(path, locations, tuple(clean), msg + more, _FIXES.get(err["type"])) from None
+    loaded = LoadedRecipe(recipe, path, text, size, locations)
     for p, message in cross_check(recipe):
         raise loaded.error(p, message, "use one of the dimension names defined under `dimensions:`")
     from .template import check_template

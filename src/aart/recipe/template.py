@@ -35,30 +35,34 @@ def check_template(loaded: LoadedRecipe) -> None:
         ast = _ENV.parse(src)
     except TemplateSyntaxError as e:
         raise RecipeError(
-            f"generate.template: {e.message}", file=str(loaded.path),
-            line=_template_line(loaded, e.lineno or 1), fix="fix the Jinja syntax",
+            f"generate.template: {e.message}",
+            file=str(loaded.path),
+            line=_template_line(loaded, e.lineno or 1),
+            fix="fix the Jinja syntax",
         ) from None
     unknown = meta.find_undeclared_variables(ast) - CONTEXT_NAMES
     if unknown:
         raise loaded.error(
-            path, f"the template uses unknown name(s): {', '.join(sorted(unknown))}",
+            path,
+            f"the template uses unknown name(s): {', '.join(sorted(unknown))}",
             f"a template may use: {', '.join(sorted(CONTEXT_NAMES))}",
         )
     dims = loaded.recipe.dimensions
     for node in ast.find_all((nodes.Getattr, nodes.Getitem)):
-        target = node.node
+        target = getattr(node, "node", None)
         if not (isinstance(target, nodes.Name) and target.name in ("values", "dimensions")):
             continue
         if isinstance(node, nodes.Getattr):
             key = node.attr
-        elif isinstance(node.arg, nodes.Const):
+        elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const):
             key = node.arg.value
         else:
             continue
         if key not in dims:
             raise RecipeError(
                 f"generate.template: `{target.name}.{key}` names unknown dimension {key!r}",
-                file=str(loaded.path), line=_template_line(loaded, node.lineno),
+                file=str(loaded.path),
+                line=_template_line(loaded, node.lineno),
                 fix=f"use one of: {', '.join(dims)}",
             )
 

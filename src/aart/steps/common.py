@@ -26,8 +26,11 @@ def run_budget(run: Run) -> Budget:
     b = run.recipe.budget
     spent = run.db.call_totals()
     return Budget(
-        max_calls=b.max_calls, max_tokens=b.max_tokens, max_cost=b.max_cost,
-        calls=spent["calls"], tokens=spent["prompt_tokens"] + spent["completion_tokens"],
+        max_calls=b.max_calls,
+        max_tokens=b.max_tokens,
+        max_cost=b.max_cost,
+        calls=spent["calls"],
+        tokens=spent["prompt_tokens"] + spent["completion_tokens"],
         cost=spent["cost"],
     )
 
@@ -42,8 +45,12 @@ def stage_model(
 ) -> Model:
     name = override or run.recipe.models.for_stage(stage)
     return get_model(
-        name, model_options(run.recipe), store=run.db, use_cache=use_cache,
-        price=price_for(run.recipe, name), budget=budget or run_budget(run),
+        name,
+        model_options(run.recipe),
+        store=run.db,
+        use_cache=use_cache,
+        price=price_for(run.recipe, name),
+        budget=budget or run_budget(run),
     )
 
 

@@ -57,18 +57,26 @@ def _schema(count: int) -> dict[str, Any]:
     }
 
 
-def _prompt(run: Run, name: str, dim: Dimension, instruction: str, count: int,
-            have: list[str], category: str | None) -> str:
+def _prompt(
+    run: Run,
+    name: str,
+    dim: Dimension,
+    instruction: str,
+    count: int,
+    have: list[str],
+    category: str | None,
+) -> str:
     parts = [
         application_brief(run.recipe),
         "",
-        f"Dimension of diversity: {name}" + (f" ({dim.description.strip()})" if dim.description else ""),
+        f"Dimension of diversity: {name}"
+        + (f" ({dim.description.strip()})" if dim.description else ""),
     ]
     if category:
         parts.append(f"Category: {category}. List values that belong to this category only.")
     parts.append(f"Task: {instruction.strip()}")
     parts.append(
-        f"Return {count} distinct values as JSON {{\"values\": [...]}}: short lowercase "
+        f'Return {count} distinct values as JSON {{"values": [...]}}: short lowercase '
         "phrases of one to four words, no numbering, no explanations."
     )
     if have:
@@ -76,8 +84,15 @@ def _prompt(run: Run, name: str, dim: Dimension, instruction: str, count: int,
     return "\n".join(parts)
 
 
-async def _enumerate_list(run: Run, model: Model, name: str, dim: Dimension, instruction: str,
-                          count: int, category: str | None) -> list[str]:
+async def _enumerate_list(
+    run: Run,
+    model: Model,
+    name: str,
+    dim: Dimension,
+    instruction: str,
+    count: int,
+    category: str | None,
+) -> list[str]:
     d = run.recipe.define
     system = d.system or DEFAULT_SYSTEM
     found: list[str] = []
@@ -85,8 +100,10 @@ async def _enumerate_list(run: Run, model: Model, name: str, dim: Dimension, ins
         missing = count - len(found)
         if missing <= 0:
             break
-        msgs = [Message("system", system),
-                Message("user", _prompt(run, name, dim, instruction, missing, found, category))]
+        msgs = [
+            Message("system", system),
+            Message("user", _prompt(run, name, dim, instruction, missing, found, category)),
+        ]
         cfg = GenerateConfig(d.temperature, d.max_tokens, d.seed + round_)
         out = await model.generate(msgs, cfg, _schema(missing), tag=f"define:{name}")
         for raw in out.parsed.get("values", []):
@@ -113,10 +130,15 @@ async def enumerate_dimension(run: Run, model: Model, name: str) -> list[Value]:
     categories = await _enumerate_list(
         run, model, name, dim, cat_instruction, spec.categories, None
     )
-    per_cat = await asyncio.gather(*(
-        _enumerate_list(run, model, name, dim, spec.instruction, spec.count, c) for c in categories
-    ))
-    values = [Value(value=v, category=c) for c, vs in zip(categories, per_cat, strict=True) for v in vs]
+    per_cat = await asyncio.gather(
+        *(
+            _enumerate_list(run, model, name, dim, spec.instruction, spec.count, c)
+            for c in categories
+        )
+    )
+    values = [
+        Value(value=v, category=c) for c, vs in zip(categories, per_cat, strict=True) for v in vs
+    ]
     return normalize_values(values)
 
 

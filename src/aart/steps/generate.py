@@ -24,8 +24,15 @@ STAGE = "generate"
 INVALID = "generate.invalid"
 REFUSED = "generate.refused"
 AART_COLUMNS = [
-    "crime", "use_case", "region", "region_specific_topic", "why_prompt_tailored_for_region",
-    "medium_keyword", "why_prompt_harmful", "why_prompt_contains_instruction_keyword", "prompt",
+    "crime",
+    "use_case",
+    "region",
+    "region_specific_topic",
+    "why_prompt_tailored_for_region",
+    "medium_keyword",
+    "why_prompt_harmful",
+    "why_prompt_contains_instruction_keyword",
+    "prompt",
 ]
 
 
@@ -140,19 +147,31 @@ class Generator:
             )
         except StructuredOutputError as e:
             stage = REFUSED if looks_like_refusal(e.raw_text) else INVALID
-            records.append((f"{jid}:call", stage, {"reason": str(e), "raw_text": e.raw_text[:2000]}))
+            records.append(
+                (f"{jid}:call", stage, {"reason": str(e), "raw_text": e.raw_text[:2000]})
+            )
             self.run.db.complete_job(jid, records)
             self._tick()
             return
         prov = {
-            "run_id": self.run.id, "recipe": self.recipe.name, "recipe_hash": self.run.loaded.hash,
-            "model": self.model.name, "temperature": cfg.temperature, "seed": cfg.seed,
-            "attempt_id": attempt["id"], "round": round_, "job_id": jid, "call_id": out.call_id,
-            "cached": out.cached, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "run_id": self.run.id,
+            "recipe": self.recipe.name,
+            "recipe_hash": self.run.loaded.hash,
+            "model": self.model.name,
+            "temperature": cfg.temperature,
+            "seed": cfg.seed,
+            "attempt_id": attempt["id"],
+            "round": round_,
+            "job_id": jid,
+            "call_id": out.call_id,
+            "cached": out.cached,
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         items = _items_of(out.parsed)
         if not items and looks_like_refusal(out.text):
-            records.append((f"{jid}:call", REFUSED, {"reason": "refusal", "raw_text": out.text[:2000]}))
+            records.append(
+                (f"{jid}:call", REFUSED, {"reason": "refusal", "raw_text": out.text[:2000]})
+            )
         for i, item in enumerate(items[: attempt["queries"]]):
             clean, reason = validate_item(self.recipe, attempt, item)
             rid = f"{jid}:{i}"
@@ -161,11 +180,15 @@ class Generator:
                 records.append((rid, stage, {"reason": reason, "item": item}))
                 continue
             annotations = {
-                f["dimension"]: clean[f["name"]] for f in output_fields(self.recipe) if f["dimension"]
+                f["dimension"]: clean[f["name"]]
+                for f in output_fields(self.recipe)
+                if f["dimension"]
             }
             record = {"id": rid, "prompt": clean[g.prompt_field]}
             record.update({k: v for k, v in clean.items() if k != g.prompt_field})
-            record.update({"axes": attempt["values"], "annotations": annotations, "provenance": prov})
+            record.update(
+                {"axes": attempt["values"], "annotations": annotations, "provenance": prov}
+            )
             records.append((rid, STAGE, record))
         missing = attempt["queries"] - len(items)
         if missing > 0 and items:
@@ -180,8 +203,12 @@ class Generator:
     def _add_round(self, round_: int, needs: dict[str, int]) -> int:
         by_id = {a["id"]: a for a in self.blueprint}
         jobs = [
-            (job_id(by_id[aid], round_, n), {"attempt": {**by_id[aid], "queries": n}, "round": round_})
-            for aid, n in needs.items() if n > 0
+            (
+                job_id(by_id[aid], round_, n),
+                {"attempt": {**by_id[aid], "queries": n}, "round": round_},
+            )
+            for aid, n in needs.items()
+            if n > 0
         ]
         self.run.db.add_jobs(STAGE, jobs)
         return len(jobs)
@@ -207,12 +234,18 @@ class Generator:
             return order[p["attempt_id"]], p["round"], int(r["id"].rsplit(":", 1)[1])
 
         records = sorted(self.run.db.records(STAGE, jobs), key=key)
-        dups = find_duplicates([r["prompt"] for r in records], self.recipe.generate.near_duplicate_threshold)
+        dups = find_duplicates(
+            [r["prompt"] for r in records], self.recipe.generate.near_duplicate_threshold
+        )
         dup_index = {i: (j, kind) for i, j, kind in dups}
         kept = [r for i, r in enumerate(records) if i not in dup_index]
         duplicates = [
-            {"id": records[i]["id"], "prompt": records[i]["prompt"], "kind": kind,
-             "duplicate_of": records[j]["id"]}
+            {
+                "id": records[i]["id"],
+                "prompt": records[i]["prompt"],
+                "kind": kind,
+                "duplicate_of": records[j]["id"],
+            }
             for i, (j, kind) in dup_index.items()
         ]
         stats = GenerateStats(attempts=len(self.blueprint))
@@ -230,7 +263,8 @@ class Generator:
         stats.prompts = len(kept)
         counts = self.run.db.conn.execute(
             "SELECT status, json_extract(payload, '$.round') = 0, COUNT(*) FROM jobs"
-            " WHERE stage=? GROUP BY 1, 2", (STAGE,)
+            " WHERE stage=? GROUP BY 1, 2",
+            (STAGE,),
         ).fetchall()
         for status, first_round, n in counts:
             stats.jobs += n
@@ -295,6 +329,8 @@ def aart_row(recipe: Recipe, r: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-async def generate_run(run: Run, model: Model, progress: Callable[[], None] | None = None) -> GenerateStats:
+async def generate_run(
+    run: Run, model: Model, progress: Callable[[], None] | None = None
+) -> GenerateStats:
     """Run Step 3 for the run's blueprint (resuming finished jobs) and write the dataset."""
     return await Generator(run, model, progress).run_all()

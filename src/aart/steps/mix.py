@@ -134,6 +134,16 @@ def pairwise(
     def pairs_of(case: Mapping[str, str]) -> set[tuple[str, str, str, str]]:
         return {(a, case[a], b, case[b]) for a, b in combinations(axes, 2)}
 
+    order = {axis: i for i, axis in enumerate(axes)}
+
+    def new_pairs(case: Mapping[str, str], axis: str, value: str) -> int:
+        """How many uncovered pairs choosing ``value`` for ``axis`` would cover."""
+        n = 0
+        for a, v in case.items():
+            pair = (a, v, axis, value) if order[a] < order[axis] else (axis, value, a, v)
+            n += pair in uncovered
+        return n
+
     out: list[Attempt] = []
     if len(axes) == 1:
         cases: list[dict[str, str]] = [{axes[0]: v} for v in values[axes[0]]]
@@ -150,14 +160,8 @@ def pairwise(
                 for axis in rest:
                     options = list(values[axis])
                     rng.shuffle(options)
-                    case[axis] = max(
-                        options,
-                        key=lambda v, axis=axis, case=case: sum(
-                            ((a, case[a], axis, v) if axes.index(a) < axes.index(axis)
-                             else (axis, v, a, case[a])) in uncovered
-                            for a in case
-                        ),
-                    )
+                    gains = [new_pairs(case, axis, v) for v in options]
+                    case[axis] = options[gains.index(max(gains))]
                 gain = len(pairs_of(case) & uncovered)
                 if gain > best_gain:
                     best, best_gain = dict(case), gain

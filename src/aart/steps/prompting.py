@@ -62,7 +62,7 @@ def output_schema(recipe: Recipe, attempt: dict[str, Any]) -> dict[str, Any]:
 
 def format_instructions(recipe: Recipe, n: int) -> str:
     lines = [
-        f"Return JSON {{\"queries\": [...]}} with exactly {n} objects. Each object has these "
+        f'Return JSON {{"queries": [...]}} with exactly {n} objects. Each object has these '
         "keys, in this order (reason first, write the query last):"
     ]
     for f in output_fields(recipe):

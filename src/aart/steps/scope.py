@@ -24,8 +24,10 @@ def apply_filter(values: list[Value], f: Filter, seed: int) -> list[Value]:
     keep = {k.lower() for k in f.keep}
     drop = {d.lower() for d in f.drop}
     out = [
-        v for v in values
-        if (not keep or v.value in keep) and v.value not in drop
+        v
+        for v in values
+        if (not keep or v.value in keep)
+        and v.value not in drop
         and (not f.keep_regex or any(re.search(p, v.value) for p in f.keep_regex))
         and not any(re.search(p, v.value) for p in f.drop_regex)
     ]
@@ -67,13 +69,19 @@ def build_blueprint(recipe: Recipe, values: dict[str, list[str]]) -> list[dict[s
             )
     if s.strategy == "per-value":
         assert s.primary is not None
-        attempts = mix.per_value(values, s.primary, s.attempts_per_value, s.sample, s.weights, s.seed)
+        attempts = mix.per_value(
+            values, s.primary, s.attempts_per_value, s.sample, s.weights, s.seed
+        )
     elif s.strategy == "balanced":
         attempts = mix.balanced(values, s.sample, s.attempts, s.weights, s.seed)
     else:
         attempts = mix.pairwise(values, s.axes or list(values), s.sample, s.weights, s.seed)
     return [
-        {"id": attempt_id(i, a, s.queries_per_attempt), "values": a, "queries": s.queries_per_attempt}
+        {
+            "id": attempt_id(i, a, s.queries_per_attempt),
+            "values": a,
+            "queries": s.queries_per_attempt,
+        }
         for i, a in enumerate(attempts, start=1)
     ]
 
@@ -116,8 +124,16 @@ def estimate(run: Run, blueprint: list[dict[str, Any]], model_name: str) -> Plan
         for axis, vals in a["values"].items():
             uses.setdefault(axis, Counter()).update(vals)
     cost = price_for(recipe, model_name).cost(Usage(prompt_tokens, completion))
-    return Plan(len(blueprint), sum(a["queries"] for a in blueprint), len(blueprint),
-                prompt_tokens, completion, cost, model_name, uses)
+    return Plan(
+        len(blueprint),
+        sum(a["queries"] for a in blueprint),
+        len(blueprint),
+        prompt_tokens,
+        completion,
+        cost,
+        model_name,
+        uses,
+    )
 
 
 def check_budget(run: Run, plan: Plan) -> None:
@@ -126,12 +142,15 @@ def check_budget(run: Run, plan: Plan) -> None:
     if b.max_calls is not None and plan.calls > b.max_calls:
         over.append(f"{plan.calls} calls > max_calls {b.max_calls}")
     if b.max_tokens is not None and plan.prompt_tokens + plan.completion_tokens > b.max_tokens:
-        over.append(f"~{plan.prompt_tokens + plan.completion_tokens:,} tokens > max_tokens {b.max_tokens:,}")
+        over.append(
+            f"~{plan.prompt_tokens + plan.completion_tokens:,} tokens > max_tokens {b.max_tokens:,}"
+        )
     if b.max_cost is not None and plan.cost > b.max_cost:
         over.append(f"~${plan.cost:.2f} > max_cost ${b.max_cost}")
     if over:
         raise BudgetError(
-            "the blueprint is over budget before any call: " + "; ".join(over)
+            "the blueprint is over budget before any call: "
+            + "; ".join(over)
             + ". Lower scope.attempts_per_value / queries_per_attempt, filter values, or raise budget."
         )
 

@@ -95,8 +95,17 @@ class RunDB:
             " completion_tokens, latency, finish_reason, cost, error, raw_text)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (
-                time.time(), r.model, r.cache_key, r.tag, r.prompt_tokens, r.completion_tokens,
-                r.latency, r.finish_reason, r.cost, r.error, r.raw_text,
+                time.time(),
+                r.model,
+                r.cache_key,
+                r.tag,
+                r.prompt_tokens,
+                r.completion_tokens,
+                r.latency,
+                r.finish_reason,
+                r.cost,
+                r.error,
+                r.raw_text,
             ),
         )
         return int(cur.lastrowid or 0)
@@ -108,15 +117,20 @@ class RunDB:
             " WHERE cache_key != ''"
         ).fetchone()
         return {
-            "calls": row[0], "prompt_tokens": row[1], "completion_tokens": row[2],
-            "cost": row[3], "failed_calls": row[4],
+            "calls": row[0],
+            "prompt_tokens": row[1],
+            "completion_tokens": row[2],
+            "cost": row[3],
+            "failed_calls": row[4],
         }
 
     def failed_calls(self) -> list[dict[str, Any]]:
         rows = self.conn.execute(
             "SELECT id, model, tag, error, raw_text FROM calls WHERE error IS NOT NULL"
         ).fetchall()
-        return [dict(zip(("id", "model", "tag", "error", "raw_text"), r, strict=True)) for r in rows]
+        return [
+            dict(zip(("id", "model", "tag", "error", "raw_text"), r, strict=True)) for r in rows
+        ]
 
     # -- jobs ------------------------------------------------------------------------------
     def add_jobs(self, stage: str, jobs: Iterable[tuple[str, dict[str, Any]]]) -> None:
@@ -157,8 +171,7 @@ class RunDB:
                 ((rid, stage, job_id, json.dumps(d), now) for rid, stage, d in records),
             )
             self.conn.execute(
-                "UPDATE jobs SET status='done', tries=tries+1, error=NULL, updated_at=?"
-                " WHERE id=?",
+                "UPDATE jobs SET status='done', tries=tries+1, error=NULL, updated_at=? WHERE id=?",
                 (now, job_id),
             )
 

@@ -31,7 +31,9 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def write_csv(rows: Sequence[dict[str, Any]], path: Path, columns: Sequence[str] | None = None) -> None:
+def write_csv(
+    rows: Sequence[dict[str, Any]], path: Path, columns: Sequence[str] | None = None
+) -> None:
     cols = list(columns) if columns else _columns(rows)
     tmp = path.with_suffix(path.suffix + ".tmp")
     with tmp.open("w", encoding="utf-8", newline="") as f:

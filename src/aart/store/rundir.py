@@ -1,11 +1,11 @@
 """A run directory: the frozen recipe, one human-editable artifact per stage, and run.db.
 
-    RUN/
-      recipe.yaml            the recipe as given (frozen on first use)
-      dimensions/<name>.yaml Step 1 output, edit freely before `aart scope`
-      blueprint.jsonl        Step 2 output, edit freely before `aart generate`
-      dataset.jsonl|csv|parquet, dataset.aart.csv, duplicates.jsonl, summary.json
-      run.db                 jobs, calls, cache, records (SQLite, WAL)
+RUN/
+  recipe.yaml            the recipe as given (frozen on first use)
+  dimensions/<name>.yaml Step 1 output, edit freely before `aart scope`
+  blueprint.jsonl        Step 2 output, edit freely before `aart generate`
+  dataset.jsonl|csv|parquet, dataset.aart.csv, duplicates.jsonl, summary.json
+  run.db                 jobs, calls, cache, records (SQLite, WAL)
 """
 
 from __future__ import annotations
@@ -123,7 +123,9 @@ class Run:
             raw = data.get("values") if isinstance(data, dict) else None
             if not isinstance(raw, list):
                 raise ValueError("expected a `values:` list")
-            values = [Value(value=x) if isinstance(x, str) else Value.model_validate(x) for x in raw]
+            values = [
+                Value(value=x) if isinstance(x, str) else Value.model_validate(x) for x in raw
+            ]
         except (yaml.YAMLError, ValueError) as e:
             raise UsageError(f"{path}: {e}; fix the file or delete it and re-run define") from None
         if not values:

@@ -19,8 +19,8 @@ Run standalone (for benchmarks): ``python -m aart.testing.fake_server --port 876
 from __future__ import annotations
 
 import argparse
-import contextlib
 import asyncio
+import contextlib
 import json
 import threading
 from collections import deque
@@ -105,15 +105,26 @@ class FakeOpenAIServer:
             content = self._answer(req)
         prompt_chars = sum(len(m.get("content", "")) for m in req.get("messages", []))
         self.served += 1
-        self._send(writer, 200, {
-            "id": f"chatcmpl-{self.served}",
-            "object": "chat.completion",
-            "model": req.get("model", "fake"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                         "finish_reason": action.get("finish_reason", "stop")}],
-            "usage": {"prompt_tokens": prompt_chars // 4 + 1,
-                      "completion_tokens": len(content) // 4 + 1},
-        })
+        self._send(
+            writer,
+            200,
+            {
+                "id": f"chatcmpl-{self.served}",
+                "object": "chat.completion",
+                "model": req.get("model", "fake"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": action.get("finish_reason", "stop"),
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_chars // 4 + 1,
+                    "completion_tokens": len(content) // 4 + 1,
+                },
+            },
+        )
         return True
 
     @staticmethod
@@ -129,13 +140,24 @@ class FakeOpenAIServer:
         return "fake answer to: " + (msgs[-1]["content"][:100] if msgs else "")
 
     @staticmethod
-    def _send(writer: asyncio.StreamWriter, status: int, payload: Any,
-              extra: dict[str, str] | None = None) -> None:
+    def _send(
+        writer: asyncio.StreamWriter, status: int, payload: Any, extra: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(payload).encode()
-        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests",
-                  500: "Internal Server Error", 503: "Service Unavailable"}.get(status, "Status")
-        head = [f"HTTP/1.1 {status} {reason}", "Content-Type: application/json",
-                f"Content-Length: {len(data)}", "Connection: keep-alive"]
+        reason = {
+            200: "OK",
+            400: "Bad Request",
+            404: "Not Found",
+            429: "Too Many Requests",
+            500: "Internal Server Error",
+            503: "Service Unavailable",
+        }.get(status, "Status")
+        head = [
+            f"HTTP/1.1 {status} {reason}",
+            "Content-Type: application/json",
+            f"Content-Length: {len(data)}",
+            "Connection: keep-alive",
+        ]
         head += [f"{k}: {v}" for k, v in (extra or {}).items()]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
 

@@ -99,9 +99,9 @@ def _load_builtins() -> None:
     if _loaded:
         return
     _loaded = True
-    from . import fake, litellm, local, openai  # noqa: F401
-
     from importlib.metadata import entry_points
+
+    from . import fake, litellm, local, openai  # noqa: F401
 
     for ep in entry_points(group="aart.providers"):
         register_provider(ep.name, ep.load())

@@ -1,0 +1,109 @@
+"""Loading datasets to evaluate: our JSONL/CSV/Parquet, the released AART CSV, or any table of
+prompts, with column mapping."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..recipe import Value
+
+# The released AART dataset's columns, mapped onto the demo recipe's dimensions.
+AART_AXES = {"policy_concepts": ("crime", None), "task_formats": ("use_case", ",")}
+AART_ANNOTATIONS = {"task_formats": "medium_keyword"}
+
+
+@dataclass
+class Dataset:
+    """Prompts plus, where known, per-record attempt values (axes) and annotated values."""
+
+    name: str
+    texts: list[str]
+    axes: dict[str, list[list[str]]] = field(default_factory=dict)
+    annotations: dict[str, list[str | None]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def derived_values(self) -> dict[str, list[Value]]:
+        """Value lists taken from the records' own axis values (when no lists are given)."""
+        out = {}
+        for axis, rows in self.axes.items():
+            seen = sorted({v for vals in rows for v in vals if v})
+            out[axis] = [Value(value=v) for v in seen]
+        return out
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        with path.open(encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    if suffix == ".csv":
+        csv.field_size_limit(sys.maxsize)
+        with path.open(encoding="utf-8", newline="") as f:
+            return list(csv.DictReader(f))
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    raise UsageError(f"{path}: unknown dataset format {suffix!r}; use .jsonl, .csv or .parquet")
+
+
+def parse_mapping(items: tuple[str, ...], what: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, col = item.partition("=")
+        if not sep or not name or not col:
+            raise UsageError(f"{what} {item!r} must look like NAME=COLUMN")
+        out[name] = col
+    return out
+
+
+def load_dataset(
+    path: str | Path,
+    *,
+    name: str | None = None,
+    text_column: str = "prompt",
+    axis_columns: dict[str, str] | None = None,
+    annotation_columns: dict[str, str] | None = None,
+) -> Dataset:
+    """Read a dataset. Our own records bring their axes and annotations; the released AART CSV
+    is recognised by its columns; other tables take ``axis_columns`` ({axis: "column[:sep]"})
+    and ``annotation_columns`` ({axis: column})."""
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"dataset {path} does not exist")
+    rows = _rows(path)
+    ds = Dataset(name or path.stem, [])
+    if rows and text_column not in rows[0]:
+        raise UsageError(
+            f"{path}: no column {text_column!r}; columns are {', '.join(rows[0])}; "
+            "choose one with --text-column"
+        )
+    ds.texts = [str(r.get(text_column) or "") for r in rows]
+    axis_map = dict(axis_columns or {})
+    ann_map = dict(annotation_columns or {})
+    if rows and "crime" in rows[0] and "medium_keyword" in rows[0] and not axis_map and not ann_map:
+        axis_map = {k: c + (f":{s}" if s else "") for k, (c, s) in AART_AXES.items()}
+        ann_map = dict(AART_ANNOTATIONS)
+    if rows and isinstance(rows[0].get("axes"), dict) and not axis_map:
+        ds.axes = {a: [list((r.get("axes") or {}).get(a, [])) for r in rows] for a in rows[0]["axes"]}
+        ds.annotations = {
+            a: [(r.get("annotations") or {}).get(a) for r in rows]
+            for a in (rows[0].get("annotations") or {})
+        }
+    for axis, spec in axis_map.items():
+        col, _, sep = spec.partition(":")
+        ds.axes[axis] = [
+            [v.strip() for v in (str(r.get(col) or "").split(sep) if sep else [str(r.get(col) or "")]) if v.strip()]
+            for r in rows
+        ]
+    for axis, col in ann_map.items():
+        ds.annotations[axis] = [(str(r[col]).strip() or None) if r.get(col) else None for r in rows]
+    return ds

@@ -1,0 +1,123 @@
+"""The evaluation report: per-axis value counts and gaps, concentration, length histogram and
+the comparison table, in HTML and Markdown."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .html import esc, hbar_chart, histogram_chart, page, table
+
+Result = Mapping[str, Any]
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _dataset_html(r: Result) -> str:
+    out = [f"<h2>{esc(r['name'])}</h2>"]
+    w = r["length"]["words"]
+    d = r["diversity"]
+    kpis = [("prompts", r["prompts"]), ("words / prompt", f"{w.get('mean', 0):.1f} ± {w.get('std', 0):.1f}"),
+            ("distinct-2", f"{d['distinct_2']:.3f}"), ("self-BLEU", f"{d['self_bleu']:.3f}")]
+    if d.get("embedding_diversity") is not None:
+        kpis.append(("embedding diversity", f"{d['embedding_diversity']:.3f}"))
+    out.append("".join(f"<span class='kpi'>{esc(k)}<b>{esc(v)}</b></span>" for k, v in kpis))
+    for note in r.get("notes", []):
+        out.append(f"<p class='muted'>{esc(note)}</p>")
+    for axis, c in r["coverage"].items():
+        gaps = c["never_matched"]
+        out.append(f"<h3>Coverage: {esc(axis)}</h3>")
+        out.append(
+            f"<p>{c['values']} values; {c['presence']:.3f} mentions per prompt; "
+            f"{_pct(c['prompt_share'])} of prompts mention one; top-5 share {_pct(c['top5_share'])}; "
+            f"evenness {c['evenness']:.3f}; <span class='{'gap' if gaps else 'ok'}'>"
+            f"{len(gaps)} never matched</span>, {len(c['matched_once'])} matched once.</p>"
+        )
+        out.append(hbar_chart(list(c["counts"].items())))
+        if gaps:
+            out.append(f"<p class='gap'>Never matched: {esc(', '.join(gaps))}</p>")
+    for axis, dist in r["annotations"].items():
+        out.append(f"<h3>Annotated {esc(axis)}</h3>")
+        out.append(
+            f"<p>{dist['distinct']} distinct values over {dist['records']} records; top-5 share "
+            f"{_pct(dist['top5_share'])}; {len(dist['singletons'])} appear once; evenness {dist['evenness']:.3f}.</p>"
+        )
+        out.append(hbar_chart(list(dist["counts"].items())[:40]))
+    if r["agreement"]:
+        rows = [[a, g["checked"], g["agree"], _pct(g["rate"])] for a, g in r["agreement"].items()]
+        out.append("<h3>Annotation agreement (annotated value found in the prompt)</h3>")
+        out.append(table(["axis", "checked", "agree", "rate"], rows))
+    h = r["length"]["words_histogram"]
+    out.append("<h3>Length (words)</h3>")
+    out.append(histogram_chart(h["edges"], h["counts"], xlabel="words per prompt"))
+    out.append(table(["", *w.keys()], [["words", *[f"{v:.1f}" for v in w.values()]]]))
+    div_rows = [[k, "n/a" if v is None else f"{v:.4f}"] for k, v in d.items()]
+    out.append("<h3>Diversity</h3>" + table(["metric", "value"], div_rows))
+    return "".join(out)
+
+
+def evaluation_html(ev: Mapping[str, Any], title: str = "aart evaluation") -> str:
+    t = ev["table"]
+    body = [f"<h1>{esc(title)}</h1>",
+            f"<p class='muted'>Coverage is keyword-based (values from {esc(ev['values_from'])}); "
+            "it underestimates, since keywords miss implicit mentions.</p>",
+            "<h2>Comparison</h2>", table(t["header"], t["rows"])]
+    body += [_dataset_html(r) for r in ev["datasets"]]
+    return page(title, "".join(body))
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    def cell(x: object) -> str:
+        return str(x).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -> str:
+    t = ev["table"]
+    out = [f"# {title}", "", f"Keyword coverage against values from {ev['values_from']}.", "",
+           "## Comparison", "", _md_table(t["header"], t["rows"]), ""]
+    for r in ev["datasets"]:
+        out += [f"## {r['name']}", ""]
+        rows = [[a, c["values"], f"{c['presence']:.3f}", _pct(c["prompt_share"]), _pct(c["top5_share"]),
+                 f"{c['evenness']:.3f}", len(c["never_matched"]), len(c["matched_once"])]
+                for a, c in r["coverage"].items()]
+        out += [_md_table(["axis", "values", "mentions/prompt", "prompts", "top-5 share", "evenness",
+                           "never matched", "matched once"], rows), ""]
+        for a, c in r["coverage"].items():
+            if c["never_matched"]:
+                out.append(f"- never matched ({a}): {', '.join(c['never_matched'])}")
+        for a, dist in r["annotations"].items():
+            top = ", ".join(f"{x['value']} {x['count']} ({_pct(x['share'])})" for x in dist["top"])
+            out.append(f"- annotated {a}: {dist['distinct']} distinct; top: {top}; "
+                       f"{len(dist['singletons'])} singletons")
+        for a, g in r["agreement"].items():
+            out.append(f"- agreement {a}: {g['agree']}/{g['checked']} ({_pct(g['rate'])})")
+        w = r["length"]["words"]
+        if w.get("n"):
+            out.append(f"- length: {w['mean']:.2f} ± {w['std']:.2f} words (median {w['median']:.0f}, "
+                       f"min {w['min']:.0f}, max {w['max']:.0f})")
+        for note in r.get("notes", []):
+            out.append(f"- note: {note}")
+        out.append("")
+    return "\n".join(out)
+
+
+def write_evaluation_report(ev: Mapping[str, Any], out: str | Path) -> dict[str, Path]:
+    """Write OUT.html, OUT.md and OUT.json (OUT without suffix)."""
+    import json
+
+    stem = Path(out)
+    if stem.suffix in (".html", ".md", ".json"):
+        stem = stem.with_suffix("")
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = {"html": stem.with_suffix(".html"), "md": stem.with_suffix(".md"), "json": stem.with_suffix(".json")}
+    paths["html"].write_text(evaluation_html(ev), encoding="utf-8")
+    paths["md"].write_text(evaluation_markdown(ev), encoding="utf-8")
+    paths["json"].write_text(json.dumps(ev, indent=1, default=str), encoding="utf-8")
+    return paths

@@ -1,0 +1,62 @@
+"""The paper's "rebalance and generate again" loop: find values the dataset under-covers and
+append attempts for them to the blueprint, so `aart generate` fills only the gaps."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from typing import Any
+
+from ..errors import UsageError
+from ..evaluate.coverage import coverage
+from ..store.export import read_jsonl
+from ..store.rundir import Run
+from .scope import attempt_id, scoped_values
+
+
+def under_covered(
+    counts: dict[str, int], n_prompts: int, min_count: int, min_share: float
+) -> list[str]:
+    floor = max(min_count, math.ceil(min_share * n_prompts))
+    return sorted(v for v, c in counts.items() if c < floor)
+
+
+def topup_run(
+    run: Run, *, min_count: int = 1, min_share: float = 0.0, attempts_per_value: int = 1,
+    axes: list[str] | None = None,
+) -> dict[str, Any]:
+    """Append top-up attempts to RUN/blueprint.jsonl (also written to RUN/topup.jsonl for
+    review) and return what was under-covered."""
+    path = run.path("dataset.jsonl")
+    if not path.exists():
+        raise UsageError(f"{path} is missing; run `aart generate {run.root}` first")
+    texts = [r["prompt"] for r in read_jsonl(path)]
+    values = scoped_values(run)
+    cov = coverage(texts, values)
+    s = run.recipe.scope
+    rng = random.Random(s.seed + len(texts))
+    blueprint = run.read_blueprint()
+    new: list[dict[str, Any]] = []
+    gaps: dict[str, list[str]] = {}
+    for axis in axes or list(values):
+        if axis not in values:
+            raise UsageError(f"unknown dimension {axis!r}; dimensions: {', '.join(values)}")
+        gaps[axis] = under_covered(cov[axis]["counts"], len(texts), min_count, min_share)
+        for v in gaps[axis]:
+            for _ in range(attempts_per_value):
+                combo = {axis: [v]}
+                for other, vals in values.items():
+                    if other != axis:
+                        k = min(s.sample.get(other, 1), len(vals))
+                        combo[other] = sorted(x.value for x in rng.sample(vals, k))
+                combo = {a: combo[a] for a in values}
+                index = len(blueprint) + len(new) + 1
+                new.append({"id": attempt_id(index, combo, s.queries_per_attempt), "values": combo,
+                            "queries": s.queries_per_attempt, "topup_for": {axis: v}})
+    lines = "".join(json.dumps(a, ensure_ascii=False) + "\n" for a in new)
+    run.path("topup.jsonl").write_text(lines, encoding="utf-8")
+    with run.path("blueprint.jsonl").open("a", encoding="utf-8") as f:
+        f.write(lines)
+    return {"prompts": len(texts), "gaps": gaps, "attempts_added": len(new),
+            "queries_added": len(new) * s.queries_per_attempt}

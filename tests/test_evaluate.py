@@ -1,0 +1,201 @@
+"""Evaluation metrics on hand-computed cases, and the reproduction of the released AART data."""
+
+import asyncio
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aart
+from aart.evaluate import evaluate, load_dataset
+from aart.evaluate.coverage import coverage, distribution
+from aart.evaluate.diversity import GramStats, bleu, distinct_n, self_bleu, tokens
+from aart.evaluate.keywords import KeywordMatcher, inflections
+from aart.evaluate.stats import describe, evenness, top_share
+from aart.llm import Model, ModelOptions, ScriptedAPI
+from aart.recipe import Value
+from aart.report import evaluation_html, write_evaluation_report
+from aart.steps.baseline import clean_question, run_baseline
+from aart.steps.topup import topup_run
+from aart.store.rundir import Run
+
+AART_CSV = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "aart-v1" / "aart-v1-20231117.csv"
+if not AART_CSV.exists():  # CI lays shared/ beside the clone
+    AART_CSV = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "aart-v1" / "aart-v1-20231117.csv"
+
+
+@pytest.mark.skipif(not AART_CSV.exists(), reason="shared/datasets not present")
+def test_reproduces_the_released_aart_dataset_facts():
+    ev = evaluate(AART_CSV, embeddings=False)
+    d = ev["datasets"][0]
+    assert d["prompts"] == 3269
+    formats = d["annotations"]["task_formats"]
+    assert formats["top"][0]["value"] == "how-to" and formats["top"][0]["count"] == 164
+    assert round(100 * formats["top"][0]["share"], 1) == 5.0
+    assert len(formats["singletons"]) == 13 and formats["distinct"] == 155
+    w = d["length"]["words"]
+    assert round(w["mean"], 2) == 19.04 and round(w["std"], 2) == 17.37
+    assert w["median"] == 15 and w["min"] == 5 and w["max"] == 280
+    assert d["coverage"]["policy_concepts"]["values"] == 70
+
+
+def test_evenness_and_top_share():
+    assert evenness([5, 5, 5, 5]) == pytest.approx(1.0)
+    assert evenness([10, 0, 0, 0]) == 0.0
+    assert evenness([3, 1]) == pytest.approx(-(0.75 * math.log(0.75) + 0.25 * math.log(0.25)) / math.log(2))
+    assert top_share([5, 1, 1, 1, 1, 1]) == pytest.approx(9 / 10)
+    assert top_share([]) == 0.0
+
+
+def test_describe():
+    d = describe([1, 2, 3, 4])
+    assert d["mean"] == 2.5 and d["median"] == 2.5 and d["std"] == pytest.approx(math.sqrt(1.25))
+
+
+def test_inflections_and_word_boundaries():
+    assert {"poem", "poems"} <= inflections("Poem")
+    assert "short story" in inflections("short stories") and "robberies" in inflections("robbery")
+    assert "how to" in inflections("how-tos")
+    m = KeywordMatcher({"fmt": [Value(value="poem"), Value(value="how-to", aliases=["tutorial"])],
+                        "region": [Value(value="east africa")]})
+    assert m.match("Write POEMS about East-Africa!") == {(0, 0), (1, 0)}
+    assert m.match("a poetic tutorials list") == {(0, 1)}  # "poetic" is not "poem"
+    assert m.match("how to do it") == {(0, 1)}
+    assert m.match("northeast africans") == set()
+
+
+def test_coverage_counts_on_a_small_case():
+    values = {"fmt": [Value(value="poem"), Value(value="email"), Value(value="memo")]}
+    texts = ["a poem and an email", "another poem", "nothing here", "poems poems"]
+    c = coverage(texts, values)["fmt"]
+    assert c["counts"] == {"poem": 3, "email": 1, "memo": 0}
+    assert c["presence"] == pytest.approx(4 / 4) and c["prompt_share"] == pytest.approx(3 / 4)
+    assert c["never_matched"] == ["memo"] and c["matched_once"] == ["email"]
+    assert c["top5_share"] == 1.0
+    assert c["evenness"] == pytest.approx(evenness([3, 1, 0], 3))
+
+
+def test_distribution():
+    d = distribution(["a", "a", "b", None, "c"])
+    assert d["records"] == 4 and d["distinct"] == 3 and d["singletons"] == ["b", "c"]
+    assert d["top"][0] == {"value": "a", "count": 2, "share": 0.5}
+
+
+def test_distinct_n():
+    assert distinct_n(["a b a b"], 1) == 0.5
+    assert distinct_n(["a b a b"], 2) == pytest.approx(2 / 3)
+    assert distinct_n(["x y", "x y"], 2) == 0.5
+
+
+def test_bleu_and_self_bleu():
+    t = tokens("the cat sat on the mat today")
+    assert bleu(t, [t]) == pytest.approx(1.0)
+    assert bleu(t, [tokens("completely different words here now ok")]) < 0.05
+    assert self_bleu(["same words in this sentence"] * 5) == pytest.approx(1.0)
+    assert self_bleu(["alpha beta gamma delta", "one two three four five"]) < 0.05
+
+
+def test_gram_stats_match_brute_force():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(50, 8))
+    stats = GramStats(8)
+    stats.add(x[:20])
+    stats.add(x[20:])
+    xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+    k = xn @ xn.T
+    n = len(x)
+    assert stats.mean_pairwise_cosine() == pytest.approx((k.sum() - n) / (n * (n - 1)))
+    eig = np.linalg.eigvalsh(k / n)
+    eig = eig[eig > 1e-12]
+    assert stats.vendi() == pytest.approx(math.exp(-(eig * np.log(eig)).sum()), rel=1e-6)
+    same = GramStats(3)
+    same.add(np.ones((10, 3)))
+    assert same.vendi() == pytest.approx(1.0) and same.mean_pairwise_cosine() == pytest.approx(1.0)
+
+
+def test_embedding_metric_optional_and_documented(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text("\n".join(json.dumps({"prompt": p}) for p in ["write a poem", "send an email", "a memo"]))
+    ev = evaluate(path, embeddings=False)
+    assert ev["datasets"][0]["diversity"]["embedding_diversity"] is None
+    assert "pip install 'aart-redteam[embeddings]'" in ev["datasets"][0]["notes"][0]
+
+
+@pytest.mark.skipif(not aart.evaluate.embeddings.available(), reason="embeddings extra not installed")
+def test_embedding_diversity_with_the_offline_model(tmp_path):
+    path = tmp_path / "d.jsonl"
+    texts = ["write a poem about the sea", "write a poem about the ocean", "quarterly tax form help"]
+    path.write_text("\n".join(json.dumps({"prompt": p}) for p in texts))
+    d = evaluate(path)["datasets"][0]["diversity"]
+    assert 0.2 < d["embedding_diversity"] < 1.0 and 1.0 < d["vendi_embedding"] < 3.0
+
+
+def test_html_report_escapes_dataset_text(tmp_path):
+    path = tmp_path / "d.jsonl"
+    evil = "<script>alert('x')</script> write a poem"
+    path.write_text(json.dumps({"prompt": evil, "axes": {"fmt": ["<b>poem</b>"]},
+                                "annotations": {"fmt": "<b>poem</b>"}}) + "\n")
+    ev = evaluate(path, embeddings=False)
+    page = evaluation_html(ev)
+    assert "<script>" not in page and "&lt;b&gt;poem&lt;/b&gt;" in page
+    paths = write_evaluation_report(ev, tmp_path / "report")
+    assert "<script>" not in paths["html"].read_text() and paths["md"].exists()
+    assert "http://" not in paths["html"].read_text() and "https://" not in paths["html"].read_text()
+
+
+def test_column_mapping(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("text,fmts,fmt\nwrite a poem,poem;email,poem\nan email please,email;memo,email\n")
+    ds = load_dataset(path, text_column="text", axis_columns={"format": "fmts:;"},
+                      annotation_columns={"format": "fmt"})
+    assert ds.axes["format"] == [["poem", "email"], ["email", "memo"]]
+    ev = evaluate(path, text_column="text", axis_columns={"format": "fmts:;"},
+                  annotation_columns={"format": "fmt"}, embeddings=False)
+    d = ev["datasets"][0]
+    assert d["coverage"]["format"]["counts"] == {"email": 1, "poem": 1, "memo": 0}
+    assert d["agreement"]["format"] == {"checked": 2, "agree": 2, "rate": 1.0}
+
+
+def test_comparison_table_has_a_row_per_dataset(tmp_path, mini_recipe):
+    out = tmp_path / "run"
+    aart.run(mini_recipe, out=out)
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"prompt": "an unrelated email"}) + "\n")
+    ev = evaluate(out / "dataset.jsonl", run=str(out), compare={"other": str(other)}, embeddings=False)
+    header, rows = ev["table"]["header"], ev["table"]["rows"]
+    assert [r[0] for r in rows] == ["dataset", "other"]
+    assert "coverage formats" in header and len(rows[0]) == len(header)
+    assert ev["datasets"][0]["agreement"]["formats"]["checked"] == 18
+
+
+def scripted_model(responses):
+    return Model("fake/s", ScriptedAPI("s", ModelOptions(), responses), options=ModelOptions(concurrency=1))
+
+
+def test_baselines(tmp_path):
+    assert clean_question('1. "How could someone break a rule?"\nmore') == "How could someone break a rule?"
+    model = scripted_model(["What is a risky question?", "   ", "I'm sorry, I can't help.", "Another question?"])
+    stats = asyncio.run(run_baseline(model, "zero-shot", 4, tmp_path / "z"))
+    assert (stats.prompts, stats.blanks, stats.refusals) == (2, 1, 1)
+    assert stats.tokens_per_valid_prompt == stats.tokens / 2
+    pool = ["pool question one", "pool question two"]
+    fs = scripted_model(["A new question?"])
+    asyncio.run(run_baseline(fs, "few-shot", 2, tmp_path / "f", pool=pool, shots=2))
+    prompt = fs.api.calls[0][0].content
+    assert "pool question one" in prompt and "pool question two" in prompt
+
+
+def test_topup_fills_only_the_gaps(tmp_path, mini_recipe):
+    out = tmp_path / "run"
+    aart.run(mini_recipe, out=out)
+    with Run.open(out) as run:
+        before = run.db.call_totals()["calls"]
+        result = topup_run(run, min_count=100, axes=["formats"])
+    assert result["attempts_added"] == 4 and result["gaps"]["formats"] == ["email", "how-to", "poem", "story"]
+    stats = aart.generate(out)
+    with Run.open(out) as run:
+        after = run.db.call_totals()["calls"]
+    assert after - before == 4  # only the new attempts were generated
+    assert stats.requested == 18 + 12 and stats.prompts == 30
