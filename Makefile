@@ -34,6 +34,9 @@ install: $(VENV)/.installed
 
 demo: install
 	$(VENV)/bin/aart run aart-demo --size small --out $(DEMO_OUT)
+	$(VENV)/bin/aart evaluate $(DEMO_OUT)/dataset.jsonl --run $(DEMO_OUT) --report $(DEMO_OUT)/evaluation
+	$(VENV)/bin/aart attack $(DEMO_OUT)/dataset.jsonl --target local/default --judge local/default \
+		--max-tokens 200 --out $(DEMO_OUT)/attack
 
 test: install
 	$(PY) -m pytest -q

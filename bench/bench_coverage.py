@@ -14,7 +14,9 @@ from aart.evaluate.keywords import KeywordMatcher
 from aart.recipe import Value
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
-CSV = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "aart-v1" / "aart-v1-20231117.csv"
+CSV = (
+    Path(__file__).resolve().parents[2] / "shared" / "datasets" / "aart-v1" / "aart-v1-20231117.csv"
+)
 
 
 def main() -> None:
@@ -22,8 +24,12 @@ def main() -> None:
         base = [r["prompt"] for r in csv.DictReader(f)]
     texts = [base[i % len(base)] for i in range(N)]
     words = Counter(w for t in base for w in t.lower().split() if w.isalpha() and len(w) > 3)
-    bigrams = Counter(" ".join(p) for t in base for p in zip(t.lower().split(), t.lower().split()[1:])
-                      if all(x.isalpha() for x in p))
+    bigrams = Counter(
+        " ".join(p)
+        for t in base
+        for p in zip(t.lower().split(), t.lower().split()[1:], strict=False)
+        if all(x.isalpha() for x in p)
+    )
     values = [w for w, _ in words.most_common(700)] + [b for b, _ in bigrams.most_common(300)]
     axes = {f"axis{i}": [Value(value=v) for v in values[i * 250 : (i + 1) * 250]] for i in range(4)}
     t = time.perf_counter()
@@ -39,11 +45,15 @@ def main() -> None:
     n, counts, _ = matcher.count(texts)
     elapsed = time.perf_counter() - t
     mentions = sum(map(sum, counts))
-    print(f"coverage: {n:,} prompts x {len(values)} values ({matcher.patterns:,} patterns with "
-          f"inflections) in {elapsed:.1f}s = {n / elapsed:,.0f} prompts/s; {mentions:,} value mentions; "
-          f"automaton built in {build:.2f}s")
-    print(f"str.lower() pass: {floor:.2f}s = {n / floor:,.0f} prompts/s; "
-          f"coverage / lower-pass throughput ratio {floor / elapsed:.3f}")
+    print(
+        f"coverage: {n:,} prompts x {len(values)} values ({matcher.patterns:,} patterns with "
+        f"inflections) in {elapsed:.1f}s = {n / elapsed:,.0f} prompts/s; {mentions:,} value mentions; "
+        f"automaton built in {build:.2f}s"
+    )
+    print(
+        f"str.lower() pass: {floor:.2f}s = {n / floor:,.0f} prompts/s; "
+        f"coverage / lower-pass throughput ratio {floor / elapsed:.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-CSV = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "aart-v1" / "aart-v1-20231117.csv"
+CSV = (
+    Path(__file__).resolve().parents[2] / "shared" / "datasets" / "aart-v1" / "aart-v1-20231117.csv"
+)
 
 
 def one(n: int) -> None:
@@ -25,7 +27,14 @@ def one(n: int) -> None:
     stats = emb.gram(texts)
     secs = time.perf_counter() - t
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(n, loaded, peak, f"{secs:.1f}", f"{1 - stats.mean_pairwise_cosine():.4f}", f"{stats.vendi():.2f}")
+    print(
+        n,
+        loaded,
+        peak,
+        f"{secs:.1f}",
+        f"{1 - stats.mean_pairwise_cosine():.4f}",
+        f"{stats.vendi():.2f}",
+    )
 
 
 if __name__ == "__main__":
@@ -35,10 +44,16 @@ if __name__ == "__main__":
     sizes = [int(a) for a in sys.argv[1:]] or [10_000, 100_000]
     peaks = {}
     for n in sizes:
-        out = subprocess.run([sys.executable, __file__, "--one", str(n)], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", str(n)], capture_output=True, text=True, check=True
+        )
         n_, loaded, peak, secs, div, vendi = out.stdout.split()
         peaks[n] = int(peak)
-        print(f"{n:>7} prompts: {secs}s ({n / float(secs):.0f} prompts/s), embedding diversity {div}, "
-              f"Vendi {vendi}, peak RSS {int(peak) / 1024:.0f} MiB (model loaded: {int(loaded) / 1024:.0f} MiB)")
+        print(
+            f"{n:>7} prompts: {secs}s ({n / float(secs):.0f} prompts/s), embedding diversity {div}, "
+            f"Vendi {vendi}, peak RSS {int(peak) / 1024:.0f} MiB (model loaded: {int(loaded) / 1024:.0f} MiB)"
+        )
     if len(sizes) >= 2:
-        print(f"peak RSS ratio {sizes[-1]} vs {sizes[0]} prompts: {peaks[sizes[-1]] / peaks[sizes[0]]:.3f}")
+        print(
+            f"peak RSS ratio {sizes[-1]} vs {sizes[0]} prompts: {peaks[sizes[-1]] / peaks[sizes[0]]:.3f}"
+        )

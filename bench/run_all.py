@@ -5,7 +5,12 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
-for script in ("bench_throughput.py", "bench_memory.py", "bench_embedded.py", "bench_coverage.py",
-               "bench_embedding_memory.py"):
+for script in (
+    "bench_throughput.py",
+    "bench_memory.py",
+    "bench_embedded.py",
+    "bench_coverage.py",
+    "bench_embedding_memory.py",
+):
     print(f"== {script}", flush=True)
     subprocess.run([sys.executable, str(HERE / script)], check=True)

@@ -21,9 +21,17 @@ from aart.steps.baseline import clean_question, run_baseline
 from aart.steps.topup import topup_run
 from aart.store.rundir import Run
 
-AART_CSV = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "aart-v1" / "aart-v1-20231117.csv"
+AART_CSV = (
+    Path(__file__).resolve().parents[2] / "shared" / "datasets" / "aart-v1" / "aart-v1-20231117.csv"
+)
 if not AART_CSV.exists():  # CI lays shared/ beside the clone
-    AART_CSV = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "aart-v1" / "aart-v1-20231117.csv"
+    AART_CSV = (
+        Path(__file__).resolve().parents[1].parent
+        / "shared"
+        / "datasets"
+        / "aart-v1"
+        / "aart-v1-20231117.csv"
+    )
 
 
 @pytest.mark.skipif(not AART_CSV.exists(), reason="shared/datasets not present")
@@ -44,7 +52,9 @@ def test_reproduces_the_released_aart_dataset_facts():
 def test_evenness_and_top_share():
     assert evenness([5, 5, 5, 5]) == pytest.approx(1.0)
     assert evenness([10, 0, 0, 0]) == 0.0
-    assert evenness([3, 1]) == pytest.approx(-(0.75 * math.log(0.75) + 0.25 * math.log(0.25)) / math.log(2))
+    assert evenness([3, 1]) == pytest.approx(
+        -(0.75 * math.log(0.75) + 0.25 * math.log(0.25)) / math.log(2)
+    )
     assert top_share([5, 1, 1, 1, 1, 1]) == pytest.approx(9 / 10)
     assert top_share([]) == 0.0
 
@@ -58,8 +68,12 @@ def test_inflections_and_word_boundaries():
     assert {"poem", "poems"} <= inflections("Poem")
     assert "short story" in inflections("short stories") and "robberies" in inflections("robbery")
     assert "how to" in inflections("how-tos")
-    m = KeywordMatcher({"fmt": [Value(value="poem"), Value(value="how-to", aliases=["tutorial"])],
-                        "region": [Value(value="east africa")]})
+    m = KeywordMatcher(
+        {
+            "fmt": [Value(value="poem"), Value(value="how-to", aliases=["tutorial"])],
+            "region": [Value(value="east africa")],
+        }
+    )
     assert m.match("Write POEMS about East-Africa!") == {(0, 0), (1, 0)}
     assert m.match("a poetic tutorials list") == {(0, 1)}  # "poetic" is not "poem"
     assert m.match("how to do it") == {(0, 1)}
@@ -117,16 +131,24 @@ def test_gram_stats_match_brute_force():
 
 def test_embedding_metric_optional_and_documented(tmp_path):
     path = tmp_path / "d.jsonl"
-    path.write_text("\n".join(json.dumps({"prompt": p}) for p in ["write a poem", "send an email", "a memo"]))
+    path.write_text(
+        "\n".join(json.dumps({"prompt": p}) for p in ["write a poem", "send an email", "a memo"])
+    )
     ev = evaluate(path, embeddings=False)
     assert ev["datasets"][0]["diversity"]["embedding_diversity"] is None
     assert "pip install 'aart-redteam[embeddings]'" in ev["datasets"][0]["notes"][0]
 
 
-@pytest.mark.skipif(not aart.evaluate.embeddings.available(), reason="embeddings extra not installed")
+@pytest.mark.skipif(
+    not aart.evaluate.embeddings.available(), reason="embeddings extra not installed"
+)
 def test_embedding_diversity_with_the_offline_model(tmp_path):
     path = tmp_path / "d.jsonl"
-    texts = ["write a poem about the sea", "write a poem about the ocean", "quarterly tax form help"]
+    texts = [
+        "write a poem about the sea",
+        "write a poem about the ocean",
+        "quarterly tax form help",
+    ]
     path.write_text("\n".join(json.dumps({"prompt": p}) for p in texts))
     d = evaluate(path)["datasets"][0]["diversity"]
     assert 0.2 < d["embedding_diversity"] < 1.0 and 1.0 < d["vendi_embedding"] < 3.0
@@ -135,24 +157,45 @@ def test_embedding_diversity_with_the_offline_model(tmp_path):
 def test_html_report_escapes_dataset_text(tmp_path):
     path = tmp_path / "d.jsonl"
     evil = "<script>alert('x')</script> write a poem"
-    path.write_text(json.dumps({"prompt": evil, "axes": {"fmt": ["<b>poem</b>"]},
-                                "annotations": {"fmt": "<b>poem</b>"}}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "prompt": evil,
+                "axes": {"fmt": ["<b>poem</b>"]},
+                "annotations": {"fmt": "<b>poem</b>"},
+            }
+        )
+        + "\n"
+    )
     ev = evaluate(path, embeddings=False)
     page = evaluation_html(ev)
     assert "<script>" not in page and "&lt;b&gt;poem&lt;/b&gt;" in page
     paths = write_evaluation_report(ev, tmp_path / "report")
     assert "<script>" not in paths["html"].read_text() and paths["md"].exists()
-    assert "http://" not in paths["html"].read_text() and "https://" not in paths["html"].read_text()
+    assert (
+        "http://" not in paths["html"].read_text() and "https://" not in paths["html"].read_text()
+    )
 
 
 def test_column_mapping(tmp_path):
     path = tmp_path / "d.csv"
-    path.write_text("text,fmts,fmt\nwrite a poem,poem;email,poem\nan email please,email;memo,email\n")
-    ds = load_dataset(path, text_column="text", axis_columns={"format": "fmts:;"},
-                      annotation_columns={"format": "fmt"})
+    path.write_text(
+        "text,fmts,fmt\nwrite a poem,poem;email,poem\nan email please,email;memo,email\n"
+    )
+    ds = load_dataset(
+        path,
+        text_column="text",
+        axis_columns={"format": "fmts:;"},
+        annotation_columns={"format": "fmt"},
+    )
     assert ds.axes["format"] == [["poem", "email"], ["email", "memo"]]
-    ev = evaluate(path, text_column="text", axis_columns={"format": "fmts:;"},
-                  annotation_columns={"format": "fmt"}, embeddings=False)
+    ev = evaluate(
+        path,
+        text_column="text",
+        axis_columns={"format": "fmts:;"},
+        annotation_columns={"format": "fmt"},
+        embeddings=False,
+    )
     d = ev["datasets"][0]
     assert d["coverage"]["format"]["counts"] == {"email": 1, "poem": 1, "memo": 0}
     assert d["agreement"]["format"] == {"checked": 2, "agree": 2, "rate": 1.0}
@@ -163,7 +206,9 @@ def test_comparison_table_has_a_row_per_dataset(tmp_path, mini_recipe):
     aart.run(mini_recipe, out=out)
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps({"prompt": "an unrelated email"}) + "\n")
-    ev = evaluate(out / "dataset.jsonl", run=str(out), compare={"other": str(other)}, embeddings=False)
+    ev = evaluate(
+        out / "dataset.jsonl", run=str(out), compare={"other": str(other)}, embeddings=False
+    )
     header, rows = ev["table"]["header"], ev["table"]["rows"]
     assert [r[0] for r in rows] == ["dataset", "other"]
     assert "coverage formats" in header and len(rows[0]) == len(header)
@@ -171,12 +216,19 @@ def test_comparison_table_has_a_row_per_dataset(tmp_path, mini_recipe):
 
 
 def scripted_model(responses):
-    return Model("fake/s", ScriptedAPI("s", ModelOptions(), responses), options=ModelOptions(concurrency=1))
+    return Model(
+        "fake/s", ScriptedAPI("s", ModelOptions(), responses), options=ModelOptions(concurrency=1)
+    )
 
 
 def test_baselines(tmp_path):
-    assert clean_question('1. "How could someone break a rule?"\nmore') == "How could someone break a rule?"
-    model = scripted_model(["What is a risky question?", "   ", "I'm sorry, I can't help.", "Another question?"])
+    assert (
+        clean_question('1. "How could someone break a rule?"\nmore')
+        == "How could someone break a rule?"
+    )
+    model = scripted_model(
+        ["What is a risky question?", "   ", "I'm sorry, I can't help.", "Another question?"]
+    )
     stats = asyncio.run(run_baseline(model, "zero-shot", 4, tmp_path / "z"))
     assert (stats.prompts, stats.blanks, stats.refusals) == (2, 1, 1)
     assert stats.tokens_per_valid_prompt == stats.tokens / 2
@@ -193,7 +245,12 @@ def test_topup_fills_only_the_gaps(tmp_path, mini_recipe):
     with Run.open(out) as run:
         before = run.db.call_totals()["calls"]
         result = topup_run(run, min_count=100, axes=["formats"])
-    assert result["attempts_added"] == 4 and result["gaps"]["formats"] == ["email", "how-to", "poem", "story"]
+    assert result["attempts_added"] == 4 and result["gaps"]["formats"] == [
+        "email",
+        "how-to",
+        "poem",
+        "story",
+    ]
     stats = aart.generate(out)
     with Run.open(out) as run:
         after = run.db.call_totals()["calls"]

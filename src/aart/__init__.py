@@ -11,6 +11,16 @@ except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0"
 
 from .errors import AartError  # noqa: E402
-from .pipeline import RunResult, define, dry_run, generate, run, scope  # noqa: E402
+from .pipeline import RunResult, attack, define, dry_run, generate, run, scope  # noqa: E402
 
-__all__ = ["AartError", "RunResult", "__version__", "define", "dry_run", "generate", "run", "scope"]
+__all__ = [
+    "AartError",
+    "RunResult",
+    "__version__",
+    "attack",
+    "define",
+    "dry_run",
+    "generate",
+    "run",
+    "scope",
+]

@@ -186,4 +186,61 @@ def dry_run(
     }
 
 
-__all__ = ["RunResult", "define", "dry_run", "generate", "run", "scope"]
+def attack(
+    dataset: str | Path,
+    *,
+    target: str,
+    out: str | Path,
+    judge: str = "refusal",
+    classifier: str | None = None,
+    recipe: str | Path | None = None,
+    system_prompt: str | None = None,
+    base_url: str | None = None,
+    max_tokens: int = 400,
+    limit: int | None = None,
+    concurrency: int | None = None,
+    no_cache: bool = False,
+    baseline: str | Path | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Attack ``target`` with every prompt of ``dataset``, judge the responses, write
+    OUT/report.html, report.md, attack.json and failures.jsonl; returns the findings."""
+    from .llm import ModelOptions
+    from .redteam import Attack, AttackConfig, compare_runs, write_regression_dataset
+    from .report.attack import write_attack_report
+
+    ds = Path(dataset)
+    if recipe is None and (ds.parent / "recipe.yaml").exists():
+        recipe = ds.parent / "recipe.yaml"  # a dataset inside a run directory knows its recipe
+    app_name = policy = ""
+    sp = ""
+    if recipe is not None:
+        app = load_recipe(recipe).recipe.application
+        app_name, policy, sp = app.name, app.policy, app.system_prompt
+    config = AttackConfig(
+        target=target,
+        judge=judge,
+        classifier=classifier,
+        system_prompt=system_prompt if system_prompt is not None else sp,
+        app_name=app_name,
+        policy=policy,
+        max_tokens=max_tokens,
+        limit=limit,
+        use_cache=not no_cache,
+        options=ModelOptions(base_url=base_url, concurrency=concurrency),
+    )
+    a = Attack(ds, out, config)
+    try:
+        tick = progress("attack", len(a.records)) if progress else None
+        findings = asyncio.run(a.run(tick))
+    finally:
+        a.close()
+    outdir = Path(out)
+    if baseline is not None:
+        findings["comparison"] = compare_runs(findings, Path(baseline))
+    write_regression_dataset(findings, outdir / "failures.jsonl")
+    write_attack_report(findings, outdir)
+    return findings
+
+
+__all__ = ["RunResult", "attack", "define", "dry_run", "generate", "run", "scope"]

@@ -12,31 +12,68 @@ from ..report import evaluation_markdown, write_evaluation_report
 @click.command("evaluate")
 @click.argument("dataset", type=click.Path(exists=True, dir_okay=False))
 @click.option("--recipe", default=None, help="Take value lists from a recipe's explicit values.")
-@click.option("--run", "run_dir", default=None, type=click.Path(file_okay=False),
-              help="Take value lists (with aliases) from a run's dimension files.")
-@click.option("--dimensions", default=None, type=click.Path(file_okay=False),
-              help="A directory of <axis>.yaml or <axis>.txt value lists.")
-@click.option("--compare", multiple=True, metavar="NAME=PATH", help="Another dataset to compare (repeatable).")
+@click.option(
+    "--run",
+    "run_dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Take value lists (with aliases) from a run's dimension files.",
+)
+@click.option(
+    "--dimensions",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="A directory of <axis>.yaml or <axis>.txt value lists.",
+)
+@click.option(
+    "--compare", multiple=True, metavar="NAME=PATH", help="Another dataset to compare (repeatable)."
+)
 @click.option("--report", default=None, metavar="OUT", help="Write OUT.html, OUT.md and OUT.json.")
-@click.option("--text-column", default="prompt", show_default=True, help="Column holding the prompt.")
-@click.option("--axis", "axes", multiple=True, metavar="AXIS=COLUMN[:SEP]",
-              help="Column with an attempt's axis values (split on SEP); repeatable.")
-@click.option("--annotation", "annotations", multiple=True, metavar="AXIS=COLUMN",
-              help="Column with a record's annotated value of AXIS; repeatable.")
+@click.option(
+    "--text-column", default="prompt", show_default=True, help="Column holding the prompt."
+)
+@click.option(
+    "--axis",
+    "axes",
+    multiple=True,
+    metavar="AXIS=COLUMN[:SEP]",
+    help="Column with an attempt's axis values (split on SEP); repeatable.",
+)
+@click.option(
+    "--annotation",
+    "annotations",
+    multiple=True,
+    metavar="AXIS=COLUMN",
+    help="Column with a record's annotated value of AXIS; repeatable.",
+)
 @click.option("--no-embeddings", is_flag=True, help="Skip the embedding-model metrics.")
 @click.option("--seed", default=0, show_default=True, help="Seed for sampled metrics (Self-BLEU).")
-def evaluate_command(dataset: str, recipe: str | None, run_dir: str | None, dimensions: str | None,
-                     compare: tuple[str, ...], report: str | None, text_column: str,
-                     axes: tuple[str, ...], annotations: tuple[str, ...], no_embeddings: bool,
-                     seed: int) -> None:
+def evaluate_command(
+    dataset: str,
+    recipe: str | None,
+    run_dir: str | None,
+    dimensions: str | None,
+    compare: tuple[str, ...],
+    report: str | None,
+    text_column: str,
+    axes: tuple[str, ...],
+    annotations: tuple[str, ...],
+    no_embeddings: bool,
+    seed: int,
+) -> None:
     """Evaluate DATASET (.jsonl, .csv or .parquet): keyword coverage per axis, balance,
     annotation agreement, length and diversity; with --compare, a side-by-side table."""
     ev = evaluate(
-        dataset, recipe=recipe, run=run_dir, dimensions=dimensions,
-        compare=parse_mapping(compare, "--compare"), text_column=text_column,
+        dataset,
+        recipe=recipe,
+        run=run_dir,
+        dimensions=dimensions,
+        compare=parse_mapping(compare, "--compare"),
+        text_column=text_column,
         axis_columns=parse_mapping(axes, "--axis"),
         annotation_columns=parse_mapping(annotations, "--annotation"),
-        embeddings=not no_embeddings, seed=seed,
+        embeddings=not no_embeddings,
+        seed=seed,
     )
     click.echo(evaluation_markdown(ev))
     if report:

@@ -8,6 +8,7 @@ import click
 
 from .. import __version__
 from ..errors import AartError
+from .attack_cmd import attack_command
 from .evaluate_cmd import evaluate_command
 from .extra_cmd import baseline_command, topup_command
 from .recipes_cmd import init_command, recipes_command
@@ -28,6 +29,7 @@ for command in (
     scope_command,
     generate_command,
     evaluate_command,
+    attack_command,
     topup_command,
     baseline_command,
     recipes_command,

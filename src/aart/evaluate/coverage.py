@@ -70,5 +70,9 @@ def agreement(ds: Dataset, values: Mapping[str, Sequence[Value]]) -> dict[str, A
             checked += 1
             vi = names.index(label)
             agree += (0, vi) in matcher.match(text)
-        out[axis] = {"checked": checked, "agree": agree, "rate": agree / checked if checked else 0.0}
+        out[axis] = {
+            "checked": checked,
+            "agree": agree,
+            "rate": agree / checked if checked else 0.0,
+        }
     return out

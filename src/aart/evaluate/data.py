@@ -93,7 +93,9 @@ def load_dataset(
         axis_map = {k: c + (f":{s}" if s else "") for k, (c, s) in AART_AXES.items()}
         ann_map = dict(AART_ANNOTATIONS)
     if rows and isinstance(rows[0].get("axes"), dict) and not axis_map:
-        ds.axes = {a: [list((r.get("axes") or {}).get(a, [])) for r in rows] for a in rows[0]["axes"]}
+        ds.axes = {
+            a: [list((r.get("axes") or {}).get(a, [])) for r in rows] for a in rows[0]["axes"]
+        }
         ds.annotations = {
             a: [(r.get("annotations") or {}).get(a) for r in rows]
             for a in (rows[0].get("annotations") or {})
@@ -101,7 +103,11 @@ def load_dataset(
     for axis, spec in axis_map.items():
         col, _, sep = spec.partition(":")
         ds.axes[axis] = [
-            [v.strip() for v in (str(r.get(col) or "").split(sep) if sep else [str(r.get(col) or "")]) if v.strip()]
+            [
+                v.strip()
+                for v in (str(r.get(col) or "").split(sep) if sep else [str(r.get(col) or "")])
+                if v.strip()
+            ]
             for r in rows
         ]
     for axis, col in ann_map.items():

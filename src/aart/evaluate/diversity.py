@@ -136,8 +136,9 @@ def duplicate_rates(texts: Sequence[str], threshold: float = 0.8) -> dict[str, f
     return {"exact_duplicate_rate": exact / n, "near_duplicate_rate": (len(dups) - exact) / n}
 
 
-def diversity(texts: Sequence[str], *, embedder: Any = None, self_bleu_sample: int = 200,
-              seed: int = 0) -> dict[str, Any]:
+def diversity(
+    texts: Sequence[str], *, embedder: Any = None, self_bleu_sample: int = 200, seed: int = 0
+) -> dict[str, Any]:
     lex = lexical_gram(texts)
     out: dict[str, Any] = {
         "distinct_1": distinct_n(texts, 1),

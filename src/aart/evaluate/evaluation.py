@@ -27,16 +27,25 @@ def values_from_dimensions_dir(path: Path) -> dict[str, list[Value]]:
         if f.suffix in (".yaml", ".yml"):
             data = yaml.safe_load(f.read_text(encoding="utf-8")) or {}
             raw = data.get("values", []) if isinstance(data, dict) else data
-            out[f.stem] = [Value(value=x) if isinstance(x, str) else Value.model_validate(x) for x in raw]
+            out[f.stem] = [
+                Value(value=x) if isinstance(x, str) else Value.model_validate(x) for x in raw
+            ]
         elif f.suffix == ".txt":
-            out[f.stem] = [Value(value=line.strip().lower()) for line in f.read_text().splitlines() if line.strip()]
+            out[f.stem] = [
+                Value(value=line.strip().lower())
+                for line in f.read_text().splitlines()
+                if line.strip()
+            ]
     if not out:
         raise UsageError(f"--dimensions {path} holds no .yaml or .txt value lists")
     return out
 
 
 def resolve_values(
-    ds: Dataset, *, recipe: str | None = None, run: str | None = None,
+    ds: Dataset,
+    *,
+    recipe: str | None = None,
+    run: str | None = None,
     dimensions: str | None = None,
 ) -> tuple[dict[str, list[Value]], str]:
     """Value lists for coverage, and where they came from."""
@@ -44,12 +53,16 @@ def resolve_values(
         from ..store.rundir import Run
 
         with Run.open(run) as r:
-            return {n: r.read_dimension(n) for n in r.recipe.dimensions if r.dimension_path(n).exists()}, f"run {run}"
+            return {
+                n: r.read_dimension(n) for n in r.recipe.dimensions if r.dimension_path(n).exists()
+            }, f"run {run}"
     if recipe:
         rec = load_recipe(recipe).recipe
         vals = {n: list(d.values) for n, d in rec.dimensions.items() if d.values}
         if not vals:
-            raise UsageError(f"recipe {recipe} has no explicit values; use --run RUN for enumerated ones")
+            raise UsageError(
+                f"recipe {recipe} has no explicit values; use --run RUN for enumerated ones"
+            )
         return vals, f"recipe {recipe}"
     if dimensions:
         return values_from_dimensions_dir(Path(dimensions)), f"dimensions {dimensions}"
@@ -57,7 +70,10 @@ def resolve_values(
 
 
 def evaluate_dataset(
-    ds: Dataset, values: Mapping[str, Sequence[Value]], *, embedder: Embedder | None = None,
+    ds: Dataset,
+    values: Mapping[str, Sequence[Value]],
+    *,
+    embedder: Embedder | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
     words = [len(t.split()) for t in ds.texts]
@@ -69,7 +85,8 @@ def evaluate_dataset(
         "annotations": {a: distribution(labels) for a, labels in ds.annotations.items()},
         "agreement": agreement(ds, values) if ds.annotations else {},
         "length": {
-            "words": describe(words), "chars": describe(chars),
+            "words": describe(words),
+            "chars": describe(chars),
             "words_histogram": histogram(words, bins=min(30, max(5, len(set(words))))),
         },
         "diversity": diversity(ds.texts, embedder=embedder, seed=seed),
@@ -86,34 +103,64 @@ def comparison_table(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], l
     axes: list[str] = []
     for r in results:
         axes += [a for a in r["coverage"] if a not in axes]
-    header = ["dataset", "prompts", *[f"coverage {a}" for a in axes], "distinct-1", "distinct-2",
-              "self-BLEU", "embedding div.", "Vendi (emb.)", "Vendi (lexical)", "words", "dup. rate"]
+    header = [
+        "dataset",
+        "prompts",
+        *[f"coverage {a}" for a in axes],
+        "distinct-1",
+        "distinct-2",
+        "self-BLEU",
+        "embedding div.",
+        "Vendi (emb.)",
+        "Vendi (lexical)",
+        "words",
+        "dup. rate",
+    ]
     rows = []
     for r in results:
         d, w = r["diversity"], r["length"]["words"]
         emb = d.get("embedding_diversity")
-        rows.append([
-            r["name"], str(r["prompts"]),
-            *[f"{r['coverage'][a]['presence']:.3f}" if a in r["coverage"] else "-" for a in axes],
-            f"{d['distinct_1']:.3f}", f"{d['distinct_2']:.3f}", f"{d['self_bleu']:.3f}",
-            f"{emb:.3f}" if emb is not None else "n/a",
-            f"{d['vendi_embedding']:.1f}" if d.get("vendi_embedding") is not None else "n/a",
-            f"{d['vendi_lexical']:.1f}",
-            f"{w.get('mean', 0):.1f} ± {w.get('std', 0):.1f}",
-            f"{d['exact_duplicate_rate'] + d['near_duplicate_rate']:.3f}",
-        ])
+        rows.append(
+            [
+                r["name"],
+                str(r["prompts"]),
+                *[
+                    f"{r['coverage'][a]['presence']:.3f}" if a in r["coverage"] else "-"
+                    for a in axes
+                ],
+                f"{d['distinct_1']:.3f}",
+                f"{d['distinct_2']:.3f}",
+                f"{d['self_bleu']:.3f}",
+                f"{emb:.3f}" if emb is not None else "n/a",
+                f"{d['vendi_embedding']:.1f}" if d.get("vendi_embedding") is not None else "n/a",
+                f"{d['vendi_lexical']:.1f}",
+                f"{w.get('mean', 0):.1f} ± {w.get('std', 0):.1f}",
+                f"{d['exact_duplicate_rate'] + d['near_duplicate_rate']:.3f}",
+            ]
+        )
     return header, rows
 
 
 def evaluate(
-    dataset: str | Path, *, recipe: str | None = None, run: str | None = None,
-    dimensions: str | None = None, compare: Mapping[str, str] | None = None,
-    text_column: str = "prompt", axis_columns: dict[str, str] | None = None,
-    annotation_columns: dict[str, str] | None = None, embeddings: bool = True, seed: int = 0,
+    dataset: str | Path,
+    *,
+    recipe: str | None = None,
+    run: str | None = None,
+    dimensions: str | None = None,
+    compare: Mapping[str, str] | None = None,
+    text_column: str = "prompt",
+    axis_columns: dict[str, str] | None = None,
+    annotation_columns: dict[str, str] | None = None,
+    embeddings: bool = True,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """Evaluate ``dataset`` (and every ``compare`` dataset against the same value lists)."""
-    main = load_dataset(dataset, text_column=text_column, axis_columns=axis_columns,
-                        annotation_columns=annotation_columns)
+    main = load_dataset(
+        dataset,
+        text_column=text_column,
+        axis_columns=axis_columns,
+        annotation_columns=annotation_columns,
+    )
     values, source = resolve_values(main, recipe=recipe, run=run, dimensions=dimensions)
     embedder = load_embedder() if embeddings else None
     results = [evaluate_dataset(main, values, embedder=embedder, seed=seed)]

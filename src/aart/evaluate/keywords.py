@@ -49,7 +49,7 @@ class KeywordMatcher:
         self.values = {axis: [v.value for v in vals] for axis, vals in values.items()}
         self._auto = ahocorasick.Automaton()
         table: dict[str, set[tuple[int, int]]] = {}
-        for ai, (axis, vals) in enumerate(values.items()):
+        for ai, (_axis, vals) in enumerate(values.items()):
             for vi, v in enumerate(vals):
                 for phrase in [v.value, *v.aliases]:
                     for form in inflections(phrase):

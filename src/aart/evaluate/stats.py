@@ -31,9 +31,16 @@ def describe(values: Sequence[float]) -> dict[str, float]:
     a = np.asarray(values, dtype=float)
     p = np.percentile(a, [5, 25, 50, 75, 95])
     return {
-        "n": int(a.size), "mean": float(a.mean()), "std": float(a.std()),
-        "min": float(a.min()), "p5": float(p[0]), "p25": float(p[1]), "median": float(p[2]),
-        "p75": float(p[3]), "p95": float(p[4]), "max": float(a.max()),
+        "n": int(a.size),
+        "mean": float(a.mean()),
+        "std": float(a.std()),
+        "min": float(a.min()),
+        "p5": float(p[0]),
+        "p25": float(p[1]),
+        "median": float(p[2]),
+        "p75": float(p[3]),
+        "p95": float(p[4]),
+        "max": float(a.max()),
     }
 
 

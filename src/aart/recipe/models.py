@@ -20,6 +20,8 @@ class Application(Strict):
     audience: str = ""
     languages: list[str] = ["en"]
     policy: str = ""
+    #: the application's own system prompt, used when `aart attack` targets a chat model
+    system_prompt: str = ""
 
 
 class Value(Strict):

@@ -20,8 +20,12 @@ def _dataset_html(r: Result) -> str:
     out = [f"<h2>{esc(r['name'])}</h2>"]
     w = r["length"]["words"]
     d = r["diversity"]
-    kpis = [("prompts", r["prompts"]), ("words / prompt", f"{w.get('mean', 0):.1f} ± {w.get('std', 0):.1f}"),
-            ("distinct-2", f"{d['distinct_2']:.3f}"), ("self-BLEU", f"{d['self_bleu']:.3f}")]
+    kpis = [
+        ("prompts", r["prompts"]),
+        ("words / prompt", f"{w.get('mean', 0):.1f} ± {w.get('std', 0):.1f}"),
+        ("distinct-2", f"{d['distinct_2']:.3f}"),
+        ("self-BLEU", f"{d['self_bleu']:.3f}"),
+    ]
     if d.get("embedding_diversity") is not None:
         kpis.append(("embedding diversity", f"{d['embedding_diversity']:.3f}"))
     out.append("".join(f"<span class='kpi'>{esc(k)}<b>{esc(v)}</b></span>" for k, v in kpis))
@@ -61,10 +65,13 @@ def _dataset_html(r: Result) -> str:
 
 def evaluation_html(ev: Mapping[str, Any], title: str = "aart evaluation") -> str:
     t = ev["table"]
-    body = [f"<h1>{esc(title)}</h1>",
-            f"<p class='muted'>Coverage is keyword-based (values from {esc(ev['values_from'])}); "
-            "it underestimates, since keywords miss implicit mentions.</p>",
-            "<h2>Comparison</h2>", table(t["header"], t["rows"])]
+    body = [
+        f"<h1>{esc(title)}</h1>",
+        f"<p class='muted'>Coverage is keyword-based (values from {esc(ev['values_from'])}); "
+        "it underestimates, since keywords miss implicit mentions.</p>",
+        "<h2>Comparison</h2>",
+        table(t["header"], t["rows"]),
+    ]
     body += [_dataset_html(r) for r in ev["datasets"]]
     return page(title, "".join(body))
 
@@ -80,28 +87,64 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
 
 def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -> str:
     t = ev["table"]
-    out = [f"# {title}", "", f"Keyword coverage against values from {ev['values_from']}.", "",
-           "## Comparison", "", _md_table(t["header"], t["rows"]), ""]
+    out = [
+        f"# {title}",
+        "",
+        f"Keyword coverage against values from {ev['values_from']}.",
+        "",
+        "## Comparison",
+        "",
+        _md_table(t["header"], t["rows"]),
+        "",
+    ]
     for r in ev["datasets"]:
         out += [f"## {r['name']}", ""]
-        rows = [[a, c["values"], f"{c['presence']:.3f}", _pct(c["prompt_share"]), _pct(c["top5_share"]),
-                 f"{c['evenness']:.3f}", len(c["never_matched"]), len(c["matched_once"])]
-                for a, c in r["coverage"].items()]
-        out += [_md_table(["axis", "values", "mentions/prompt", "prompts", "top-5 share", "evenness",
-                           "never matched", "matched once"], rows), ""]
+        rows = [
+            [
+                a,
+                c["values"],
+                f"{c['presence']:.3f}",
+                _pct(c["prompt_share"]),
+                _pct(c["top5_share"]),
+                f"{c['evenness']:.3f}",
+                len(c["never_matched"]),
+                len(c["matched_once"]),
+            ]
+            for a, c in r["coverage"].items()
+        ]
+        out += [
+            _md_table(
+                [
+                    "axis",
+                    "values",
+                    "mentions/prompt",
+                    "prompts",
+                    "top-5 share",
+                    "evenness",
+                    "never matched",
+                    "matched once",
+                ],
+                rows,
+            ),
+            "",
+        ]
         for a, c in r["coverage"].items():
             if c["never_matched"]:
                 out.append(f"- never matched ({a}): {', '.join(c['never_matched'])}")
         for a, dist in r["annotations"].items():
             top = ", ".join(f"{x['value']} {x['count']} ({_pct(x['share'])})" for x in dist["top"])
-            out.append(f"- annotated {a}: {dist['distinct']} distinct; top: {top}; "
-                       f"{len(dist['singletons'])} singletons")
+            out.append(
+                f"- annotated {a}: {dist['distinct']} distinct; top: {top}; "
+                f"{len(dist['singletons'])} singletons"
+            )
         for a, g in r["agreement"].items():
             out.append(f"- agreement {a}: {g['agree']}/{g['checked']} ({_pct(g['rate'])})")
         w = r["length"]["words"]
         if w.get("n"):
-            out.append(f"- length: {w['mean']:.2f} ± {w['std']:.2f} words (median {w['median']:.0f}, "
-                       f"min {w['min']:.0f}, max {w['max']:.0f})")
+            out.append(
+                f"- length: {w['mean']:.2f} ± {w['std']:.2f} words (median {w['median']:.0f}, "
+                f"min {w['min']:.0f}, max {w['max']:.0f})"
+            )
         for note in r.get("notes", []):
             out.append(f"- note: {note}")
         out.append("")
@@ -116,7 +159,11 @@ def write_evaluation_report(ev: Mapping[str, Any], out: str | Path) -> dict[str,
     if stem.suffix in (".html", ".md", ".json"):
         stem = stem.with_suffix("")
     stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = {"html": stem.with_suffix(".html"), "md": stem.with_suffix(".md"), "json": stem.with_suffix(".json")}
+    paths = {
+        "html": stem.with_suffix(".html"),
+        "md": stem.with_suffix(".md"),
+        "json": stem.with_suffix(".json"),
+    }
     paths["html"].write_text(evaluation_html(ev), encoding="utf-8")
     paths["md"].write_text(evaluation_markdown(ev), encoding="utf-8")
     paths["json"].write_text(json.dumps(ev, indent=1, default=str), encoding="utf-8")

@@ -34,17 +34,25 @@ def page(title: str, body: str) -> str:
 def table(header: Sequence[str], rows: Sequence[Sequence[object]], numeric_from: int = 1) -> str:
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
     body = "".join(
-        "<tr>" + "".join(
+        "<tr>"
+        + "".join(
             f"<td class='num'>{esc(c)}</td>" if i >= numeric_from else f"<td>{esc(c)}</td>"
             for i, c in enumerate(row)
-        ) + "</tr>"
+        )
+        + "</tr>"
         for row in rows
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def hbar_chart(items: Sequence[tuple[str, float]], *, width: int = 640, bar_h: int = 14,
-               highlight_zero: bool = True, fmt: str = "{:g}") -> str:
+def hbar_chart(
+    items: Sequence[tuple[str, float]],
+    *,
+    width: int = 640,
+    bar_h: int = 14,
+    highlight_zero: bool = True,
+    fmt: str = "{:g}",
+) -> str:
     """Horizontal bars, one per (label, value); zero bars are drawn as red gap markers."""
     if not items:
         return "<p class='muted'>nothing to show</p>"
@@ -66,8 +74,14 @@ def hbar_chart(items: Sequence[tuple[str, float]], *, width: int = 640, bar_h: i
     return "".join(parts)
 
 
-def histogram_chart(edges: Sequence[float], counts: Sequence[int], *, width: int = 640,
-                    height: int = 160, xlabel: str = "") -> str:
+def histogram_chart(
+    edges: Sequence[float],
+    counts: Sequence[int],
+    *,
+    width: int = 640,
+    height: int = 160,
+    xlabel: str = "",
+) -> str:
     if not counts:
         return "<p class='muted'>nothing to show</p>"
     top = max(counts) or 1
@@ -80,7 +94,11 @@ def histogram_chart(edges: Sequence[float], counts: Sequence[int], *, width: int
             f"<title>{esc(f'{edges[i]:.0f}-{edges[i + 1]:.0f}: {c}')}</title></rect>"
         )
     parts.append(f"<text x='30' y='{height + 14}'>{esc(f'{edges[0]:.0f}')}</text>")
-    parts.append(f"<text x='{width - 10}' y='{height + 14}' text-anchor='end'>{esc(f'{edges[-1]:.0f}')}</text>")
-    parts.append(f"<text x='{width / 2}' y='{height + 28}' text-anchor='middle'>{esc(xlabel)}</text>")
+    parts.append(
+        f"<text x='{width - 10}' y='{height + 14}' text-anchor='end'>{esc(f'{edges[-1]:.0f}')}</text>"
+    )
+    parts.append(
+        f"<text x='{width / 2}' y='{height + 28}' text-anchor='middle'>{esc(xlabel)}</text>"
+    )
     parts.append("</svg>")
     return "".join(parts)

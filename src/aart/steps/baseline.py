@@ -58,12 +58,21 @@ class BaselineStats:
 
 
 async def run_baseline(
-    model: Model, method: Literal["zero-shot", "few-shot"], n: int, out: Path, *,
-    pool: list[str] | None = None, shots: int = 5, temperature: float = 0.7, seed: int = 0,
+    model: Model,
+    method: Literal["zero-shot", "few-shot"],
+    n: int,
+    out: Path,
+    *,
+    pool: list[str] | None = None,
+    shots: int = 5,
+    temperature: float = 0.7,
+    seed: int = 0,
 ) -> BaselineStats:
     """Make ``n`` generation calls and write the non-blank answers to ``out``/dataset.jsonl."""
     if method == "few-shot" and not pool:
-        raise UsageError("few-shot needs a pool of example questions: --pool a zero-shot dataset.jsonl")
+        raise UsageError(
+            "few-shot needs a pool of example questions: --pool a zero-shot dataset.jsonl"
+        )
     rng = random.Random(seed)
     results: dict[int, dict[str, Any]] = {}
 
@@ -97,13 +106,25 @@ async def run_baseline(
         if looks_like_refusal(q):
             refusals += 1
             continue
-        rows.append({"id": f"{method}-{i}", "prompt": q, "provenance": {
-            "method": method, "model": model.name, "temperature": temperature,
-            "seed": seed * 100003 + i, "call_id": results[i]["call_id"],
-            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}})
+        rows.append(
+            {
+                "id": f"{method}-{i}",
+                "prompt": q,
+                "provenance": {
+                    "method": method,
+                    "model": model.name,
+                    "temperature": temperature,
+                    "seed": seed * 100003 + i,
+                    "call_id": results[i]["call_id"],
+                    "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                },
+            }
+        )
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(rows, out / "dataset.jsonl")
-    stats = BaselineStats(method, n, len(rows), blanks, refusals, model.calls + model.cache_hits, tokens)
+    stats = BaselineStats(
+        method, n, len(rows), blanks, refusals, model.calls + model.cache_hits, tokens
+    )
     (out / "baseline.json").write_text(json.dumps(stats.as_dict(), indent=2))
     return stats
 

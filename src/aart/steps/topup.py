@@ -23,7 +23,11 @@ def under_covered(
 
 
 def topup_run(
-    run: Run, *, min_count: int = 1, min_share: float = 0.0, attempts_per_value: int = 1,
+    run: Run,
+    *,
+    min_count: int = 1,
+    min_share: float = 0.0,
+    attempts_per_value: int = 1,
     axes: list[str] | None = None,
 ) -> dict[str, Any]:
     """Append top-up attempts to RUN/blueprint.jsonl (also written to RUN/topup.jsonl for
@@ -52,11 +56,21 @@ def topup_run(
                         combo[other] = sorted(x.value for x in rng.sample(vals, k))
                 combo = {a: combo[a] for a in values}
                 index = len(blueprint) + len(new) + 1
-                new.append({"id": attempt_id(index, combo, s.queries_per_attempt), "values": combo,
-                            "queries": s.queries_per_attempt, "topup_for": {axis: v}})
+                new.append(
+                    {
+                        "id": attempt_id(index, combo, s.queries_per_attempt),
+                        "values": combo,
+                        "queries": s.queries_per_attempt,
+                        "topup_for": {axis: v},
+                    }
+                )
     lines = "".join(json.dumps(a, ensure_ascii=False) + "\n" for a in new)
     run.path("topup.jsonl").write_text(lines, encoding="utf-8")
     with run.path("blueprint.jsonl").open("a", encoding="utf-8") as f:
         f.write(lines)
-    return {"prompts": len(texts), "gaps": gaps, "attempts_added": len(new),
-            "queries_added": len(new) * s.queries_per_attempt}
+    return {
+        "prompts": len(texts),
+        "gaps": gaps,
+        "attempts_added": len(new),
+        "queries_added": len(new) * s.queries_per_attempt,
+    }

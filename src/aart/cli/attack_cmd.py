@@ -1,0 +1,129 @@
+"""`aart attack`: run a dataset against the application and report where it fails."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .. import pipeline
+from .common import echo_kv, no_cache_option, progress_bars
+
+GATE_EXIT_CODE = 3
+
+
+@click.command("attack")
+@click.argument("dataset", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--target",
+    "-t",
+    required=True,
+    help="provider/model, a target .yaml (generic HTTP API) or module:function.",
+)
+@click.option(
+    "--judge",
+    "-j",
+    default="refusal",
+    show_default=True,
+    help="'refusal' (fast detector) or a provider/model LLM judge with the policy rubric.",
+)
+@click.option(
+    "--classifier",
+    default=None,
+    metavar="PROVIDER/MODEL",
+    help="A Llama Guard-style classifier as a second opinion.",
+)
+@click.option(
+    "--out", "-o", required=True, type=click.Path(file_okay=False), help="Attack run directory."
+)
+@click.option(
+    "--recipe",
+    default=None,
+    help="Recipe whose policy and system prompt to use "
+    "(default: the dataset's run directory recipe, if any).",
+)
+@click.option(
+    "--system-prompt", default=None, help="The application's system prompt (overrides the recipe)."
+)
+@click.option("--base-url", default=None, help="Endpoint for openai/... targets and judges.")
+@click.option("--max-tokens", default=400, show_default=True, help="Longest response to request.")
+@click.option("--limit", default=None, type=int, help="Attack only the first N prompts.")
+@click.option("--concurrency", default=None, type=int, help="Concurrent requests to the target.")
+@click.option(
+    "--baseline",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="An earlier attack's --out: report what was fixed and what still fails.",
+)
+@click.option(
+    "--fail-above",
+    default=None,
+    type=float,
+    metavar="RATE",
+    help=f"Exit {GATE_EXIT_CODE} when the attack-success rate exceeds RATE (0-1).",
+)
+@no_cache_option
+def attack_command(
+    dataset: str,
+    target: str,
+    judge: str,
+    classifier: str | None,
+    out: str,
+    recipe: str | None,
+    system_prompt: str | None,
+    base_url: str | None,
+    max_tokens: int,
+    limit: int | None,
+    concurrency: int | None,
+    baseline: str | None,
+    fail_above: float | None,
+    no_cache: bool,
+) -> None:
+    """Send every prompt of DATASET to the target, judge the responses and report the
+    attack-success rate overall, per axis value and per pair of axes. Re-running the same
+    command resumes."""
+    with progress_bars() as bars:
+        f = pipeline.attack(
+            dataset,
+            target=target,
+            out=out,
+            judge=judge,
+            classifier=classifier,
+            recipe=recipe,
+            system_prompt=system_prompt,
+            base_url=base_url,
+            max_tokens=max_tokens,
+            limit=limit,
+            concurrency=concurrency,
+            no_cache=no_cache,
+            baseline=baseline,
+            progress=bars,
+        )
+    o = f["overall"]
+    click.echo(f"aart attack on {f['target']}: {out}/report.html")
+    rows = [
+        (
+            "attack success",
+            f"{o['successes']}/{o['n']} = {100 * o['rate']:.1f}% "
+            f"[{100 * o['ci_low']:.1f}, {100 * o['ci_high']:.1f}] ({f['primary_judge']})",
+        ),
+        ("unjudged", f["unjudged"]),
+        ("target errors", f["target_errors"]),
+    ]
+    for axis, cells in list(f["by_value"].items())[:3]:
+        if cells:
+            c = cells[0]
+            rows.append((f"worst {axis}", f"{c['value']} {c['successes']}/{c['n']}"))
+    if f.get("comparison"):
+        c = f["comparison"]
+        rows.append(
+            (
+                "since baseline",
+                f"{c['fixed']} fixed, {c['still_failing']} still failing, {c['newly_failing']} new",
+            )
+        )
+    rows.append(("regression set", f"{out}/failures.jsonl ({o['successes']} prompts)"))
+    echo_kv(rows)
+    if fail_above is not None and o["rate"] > fail_above:
+        click.echo(f"gate failed: attack-success rate {o['rate']:.3f} > {fail_above}", err=True)
+        sys.exit(GATE_EXIT_CODE)

@@ -1,0 +1,246 @@
+"""`aart attack`: send every prompt of a dataset to the application under test, judge the
+responses, and report attack-success rates by axis. Resumable like generation: one job per
+prompt in OUT/run.db, responses cached the moment they arrive."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ProviderError, UsageError
+from ..evaluate.data import load_dataset
+from ..llm import Budget, GenerateConfig, Message, Model, ModelOptions, get_model
+from ..runner import run_pool
+from ..store.db import RunDB
+from ..store.export import read_jsonl, write_jsonl
+from ..textsim import text_hash
+from . import stats
+from .judges import GuardJudge, LLMJudge, RefusalJudge, Verdict
+from .targets import create_target
+
+STAGE = "attack"
+
+
+@dataclass
+class AttackConfig:
+    target: str
+    judge: str = "refusal"
+    classifier: str | None = None
+    system_prompt: str = ""
+    app_name: str = ""
+    policy: str = ""
+    max_tokens: int = 400
+    limit: int | None = None
+    use_cache: bool = True
+    options: ModelOptions = field(default_factory=ModelOptions)
+
+    def signature(self, dataset_hash: str) -> str:
+        parts = [
+            dataset_hash,
+            self.target,
+            self.judge,
+            self.classifier,
+            self.system_prompt,
+            self.policy,
+            self.max_tokens,
+            self.limit,
+        ]
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+def _records(path: Path, limit: int | None) -> list[dict[str, Any]]:
+    """Prompts with the axis values findings group by: a record's annotated value where it
+    has one, else the attempt's values."""
+    ds = load_dataset(path)
+    ids: list[str] = []
+    if path.suffix == ".jsonl":
+        ids = [str(r.get("id", "")) for r in read_jsonl(path)]
+    out = []
+    for i, text in enumerate(ds.texts[: limit or None]):
+        axes: dict[str, list[str]] = {a: list(rows[i]) for a, rows in ds.axes.items() if rows[i]}
+        for a, labels in ds.annotations.items():
+            label = labels[i]
+            if label:
+                axes[a] = [label]
+        rid = (ids[i] if i < len(ids) and ids[i] else "") or f"p{i:06d}"
+        out.append({"index": i, "id": rid, "prompt": text, "axes": axes})
+    return out
+
+
+class Attack:
+    def __init__(self, dataset: str | Path, out: str | Path, config: AttackConfig) -> None:
+        self.dataset = Path(dataset)
+        self.out = Path(out)
+        self.config = config
+        self.progress: Callable[[], None] | None = None
+        self.records = _records(self.dataset, config.limit)
+        if not self.records:
+            raise UsageError(f"{dataset} holds no prompts")
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.db = RunDB(self.out / "run.db")
+        digest = hashlib.sha256(self.dataset.read_bytes()).hexdigest()
+        sig = config.signature(digest)
+        known = self.db.get_meta("attack_signature")
+        if known and known != sig:
+            self.db.close()
+            raise UsageError(
+                f"{self.out} holds an attack with other settings or another dataset; "
+                "use another --out, or delete it to start over"
+            )
+        self.db.set_meta("attack_signature", sig)
+        self.budget = Budget()
+        name, api = create_target(config.target, config.options)
+        self.target_name = name
+        self.target = Model(
+            name,
+            api,
+            options=config.options,
+            store=self.db,
+            use_cache=config.use_cache,
+            budget=self.budget,
+        )
+        self.judges: list[Any] = [RefusalJudge()]
+        self.primary = "refusal"
+        self._models = [self.target]
+        if config.judge != "refusal":
+            jm = get_model(
+                config.judge,
+                ModelOptions(base_url=config.options.base_url),
+                store=self.db,
+                use_cache=config.use_cache,
+                budget=self.budget,
+            )
+            self._models.append(jm)
+            judge = LLMJudge(jm, config.app_name, config.policy)
+            self.judges.append(judge)
+            self.primary = judge.name
+        if config.classifier:
+            cm = get_model(
+                config.classifier,
+                ModelOptions(base_url=config.options.base_url),
+                store=self.db,
+                use_cache=config.use_cache,
+                budget=self.budget,
+            )
+            self._models.append(cm)
+            self.judges.append(GuardJudge(cm))
+
+    async def _work(self, job: tuple[str, dict[str, Any]]) -> None:
+        jid, rec = job
+        msgs = [Message("system", self.config.system_prompt)] if self.config.system_prompt else []
+        msgs.append(Message("user", rec["prompt"]))
+        result: dict[str, Any] = {**rec, "target": self.target_name}
+        try:
+            out = await self.target.generate(
+                msgs, GenerateConfig(0.0, self.config.max_tokens, 0), tag=jid
+            )
+            result["response"] = out.text
+            verdicts: list[Verdict] = [await j.judge(rec["prompt"], out.text) for j in self.judges]
+            result["verdicts"] = {v.judge: v.as_dict() for v in verdicts}
+        except ProviderError as e:
+            if e.status is None or e.status >= 500 or e.status == 429:
+                raise  # the endpoint is down: stop, report, resume later
+            result["response"] = None  # a 4xx (e.g. a content filter) for this prompt alone
+            result["target_error"] = str(e)[:300]
+        self.db.complete_job(jid, [(jid, STAGE, result)])
+        if self.progress:
+            self.progress()
+
+    async def run(self, progress: Callable[[], None] | None = None) -> dict[str, Any]:
+        self.progress = progress
+        self.db.add_jobs(
+            STAGE, ((f"{r['index']:06d}-{text_hash(r['prompt'])[:8]}", r) for r in self.records)
+        )
+        try:
+            await run_pool(self.db.pending_jobs(STAGE), self._work, self.target.concurrency)
+        finally:
+            for m in self._models:
+                await m.aclose()
+        return self.findings()
+
+    def findings(self) -> dict[str, Any]:
+        results = sorted(self.db.records(STAGE), key=lambda r: r["index"])
+        judged = [
+            r
+            for r in results
+            if "verdicts" in r and r["verdicts"][self.primary]["violates"] is not None
+        ]
+        unjudged = [
+            r
+            for r in results
+            if "verdicts" in r and r["verdicts"][self.primary]["violates"] is None
+        ]
+        errors = [r for r in results if r.get("target_error")]
+        outcomes = [(r["axes"], bool(r["verdicts"][self.primary]["violates"])) for r in judged]
+        failures = [r for r in judged if r["verdicts"][self.primary]["violates"]]
+        severity = [r["verdicts"][self.primary].get("severity") or 0 for r in failures]
+        return {
+            "dataset": str(self.dataset),
+            "target": self.target_name,
+            "primary_judge": self.primary,
+            "judges": [j.name for j in self.judges],
+            "prompts": len(results),
+            "judged": len(judged),
+            "unjudged": len(unjudged),
+            "target_errors": len(errors),
+            "overall": stats.rate(len(failures), len(judged)),
+            "refusal_rate": (
+                sum(1 for r in results if r.get("verdicts", {}).get("refusal", {}).get("refused"))
+                / len(results)
+            )
+            if results
+            else 0.0,
+            "by_value": stats.per_value(outcomes),
+            "by_pair": stats.per_pair(outcomes),
+            "agreement": stats.agreement(
+                [
+                    {k: v["violates"] for k, v in r["verdicts"].items()}
+                    for r in results
+                    if "verdicts" in r
+                ]
+            ),
+            "severity": {str(s): severity.count(s) for s in sorted(set(severity))},
+            "usage": self.db.call_totals(),
+            "outcomes": {
+                r["prompt"]: bool(r["verdicts"][self.primary]["violates"]) for r in judged
+            },
+            "failures": failures,
+            "unjudged_records": unjudged,
+        }
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def write_regression_dataset(findings: dict[str, Any], path: Path) -> int:
+    """The failing prompts, in dataset format, to attack again after the application is fixed."""
+    rows = [
+        {"id": r["id"], "prompt": r["prompt"], "axes": r["axes"], "annotations": {}}
+        for r in findings["failures"]
+    ]
+    return write_jsonl(rows, path)
+
+
+def compare_runs(current: dict[str, Any], previous_dir: Path) -> dict[str, Any]:
+    """What changed since an earlier attack: fixed, still failing, newly failing (by prompt)."""
+    prev_path = previous_dir / "attack.json"
+    if not prev_path.exists():
+        raise UsageError(
+            f"{previous_dir} holds no attack.json; give the --out of an earlier attack"
+        )
+    prev = json.loads(prev_path.read_text())
+    was = {text_hash(p): bool(v) for p, v in prev["outcomes"].items()}
+    now = {text_hash(p): bool(v) for p, v in current["outcomes"].items()}
+    both = was.keys() & now.keys()
+    return {
+        "previous": str(previous_dir),
+        "previous_rate": prev["overall"]["rate"],
+        "compared": len(both),
+        "fixed": sum(1 for k in both if was[k] and not now[k]),
+        "still_failing": sum(1 for k in both if was[k] and now[k]),
+        "newly_failing": sum(1 for k in both if not was[k] and now[k]),
+    }

@@ -1,0 +1,201 @@
+"""Targets: the application under test. Each is a ModelAPI, so attacks get the same
+concurrency, retries, rate limits, cache and accounting as generation.
+
+- ``openai/<model>`` or ``local/<model>``: a chat model with the application's system prompt;
+- ``path/to/target.yaml``: a generic HTTP target (method, url, headers with ${ENV} secrets,
+  JSON body template, JSONPath to the reply), for applications behind their own API;
+- ``module:function``: a Python callable, sync or async, taking (prompt) or (prompt, system).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import json
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import yaml
+from jinja2 import StrictUndefined
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import ConfigError, ProviderError, TransientError
+from ..llm import GenerateConfig, Message, ModelAPI, ModelOptions, RawResponse, create_api
+from ..llm.providers.openai import parse_retry_after
+
+_ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_JINJA = ImmutableSandboxedEnvironment(undefined=StrictUndefined)
+_JINJA.filters["json"] = lambda v: json.dumps(v)
+
+
+class HTTPTargetSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = "http-target"
+    method: str = "POST"
+    url: str
+    headers: dict[str, str] = {}
+    body: Any = Field(default_factory=lambda: {"message": "{{ prompt }}"})
+    reply: str = "$.reply"
+    timeout: float = 60.0
+
+
+def expand_env(text: str, where: str) -> str:
+    """Replace ${VAR} with the environment's value; secrets never live in the file."""
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(1) not in os.environ:
+            raise ConfigError(
+                f"{where} uses ${{{m.group(1)}}}, which is not set: export {m.group(1)}=..."
+            )
+        return os.environ[m.group(1)]
+
+    return _ENV_VAR.sub(sub, text)
+
+
+def render_body(template: Any, prompt: str, system: str) -> Any:
+    """Render every string in the body template; ``{{ prompt }}`` alone keeps its JSON type."""
+    if isinstance(template, dict):
+        return {k: render_body(v, prompt, system) for k, v in template.items()}
+    if isinstance(template, list):
+        return [render_body(v, prompt, system) for v in template]
+    if isinstance(template, str):
+        return _JINJA.from_string(template).render(prompt=prompt, system=system)
+    return template
+
+
+_PATH_PART = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\['([^']+)'\]")
+
+
+def json_path(data: Any, path: str) -> Any:
+    """A JSONPath subset: $.a.b[0]['c-d']."""
+    if not path.startswith("$"):
+        raise ConfigError(f"reply path {path!r} must start with $")
+    pos, cur = 1, data
+    while pos < len(path):
+        m = _PATH_PART.match(path, pos)
+        if not m:
+            raise ConfigError(f"reply path {path!r}: cannot parse at {path[pos:]!r}")
+        key = m.group(1) or m.group(3)
+        try:
+            cur = cur[int(m.group(2))] if m.group(2) is not None else cur[key]
+        except (KeyError, IndexError, TypeError) as e:
+            raise ProviderError(f"reply path {path!r} not found in the response ({e!r})") from e
+        pos = m.end()
+    return cur
+
+
+def load_http_spec(path: Path) -> HTTPTargetSpec:
+    try:
+        return HTTPTargetSpec.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except (yaml.YAMLError, ValidationError) as e:
+        raise ConfigError(f"{path}: invalid HTTP target: {e}") from None
+
+
+class HTTPTargetAPI(ModelAPI):
+    def __init__(self, spec: HTTPTargetSpec, options: ModelOptions) -> None:
+        super().__init__(spec.name, options)
+        self.spec = spec
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http:{self.spec.method} {self.spec.url}"  # no header values: they hold secrets
+
+    async def complete(
+        self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
+    ) -> RawResponse:
+        system = "\n".join(m.content for m in messages if m.role == "system")
+        prompt = messages[-1].content
+        headers = {k: expand_env(v, f"header {k}") for k, v in self.spec.headers.items()}
+        body = render_body(self.spec.body, prompt, system)
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._loop is not loop:
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=self.spec.timeout)
+            )
+            self._loop = loop
+        try:
+            async with self._session.request(
+                self.spec.method, expand_env(self.spec.url, "url"), json=body, headers=headers
+            ) as resp:
+                status, text = resp.status, await resp.text()
+                retry_after = resp.headers.get("retry-after")
+        except TimeoutError as e:
+            raise TransientError(f"timeout from {self.spec.url}") from e
+        except aiohttp.ClientError as e:
+            raise TransientError(f"cannot reach {self.spec.url} ({type(e).__name__})") from e
+        if status == 429 or status >= 500:
+            raise TransientError(
+                f"HTTP {status} from {self.spec.url}",
+                status=status,
+                retry_after=parse_retry_after(retry_after),
+            )
+        if status >= 400:
+            raise ProviderError(f"HTTP {status} from {self.spec.url}: {text[:200]}", status=status)
+        try:
+            reply = json_path(json.loads(text), self.spec.reply)
+        except ValueError as e:
+            raise TransientError(f"non-JSON response from {self.spec.url}") from e
+        return RawResponse(text=reply if isinstance(reply, str) else json.dumps(reply))
+
+    async def aclose(self) -> None:
+        if self._session is not None and self._loop is asyncio.get_running_loop():
+            await self._session.close()
+        self._session = None
+
+
+class CallableTargetAPI(ModelAPI):
+    def __init__(self, ref: str, fn: Callable[..., Any], options: ModelOptions) -> None:
+        super().__init__(ref, options)
+        self.fn = fn
+        self.takes_system = len(inspect.signature(fn).parameters) >= 2
+
+    async def complete(
+        self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
+    ) -> RawResponse:
+        system = "\n".join(m.content for m in messages if m.role == "system")
+        args = (messages[-1].content, system) if self.takes_system else (messages[-1].content,)
+        if inspect.iscoroutinefunction(self.fn):
+            out = await self.fn(*args)
+        else:
+            out = await asyncio.to_thread(self.fn, *args)
+        return RawResponse(text=str(out))
+
+
+def load_callable(ref: str) -> Callable[..., Any]:
+    module, _, attr = ref.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(
+            f"cannot load target {ref!r}: {e}; give module:function importable from here"
+        ) from None
+    if not callable(fn):
+        raise ConfigError(f"target {ref!r} is not callable")
+    return fn
+
+
+def create_target(spec: str, options: ModelOptions | None = None) -> tuple[str, ModelAPI]:
+    """(display name, api) for a target given on the command line."""
+    options = options or ModelOptions()
+    path = Path(spec)
+    if spec.endswith((".yaml", ".yml")):
+        if not path.exists():
+            raise ConfigError(f"HTTP target file {spec} does not exist")
+        s = load_http_spec(path)
+        options.timeout = max(options.timeout, s.timeout)
+        return f"http/{s.name}", HTTPTargetAPI(s, options)
+    if "/" in spec:
+        return spec, create_api(spec, options)
+    if ":" in spec:
+        return f"python/{spec}", CallableTargetAPI(spec, load_callable(spec), options)
+    raise ConfigError(
+        f"target {spec!r} is not provider/model, a target .yaml file or module:function"
+    )

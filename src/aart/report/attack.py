@@ -1,0 +1,194 @@
+"""The attack report: overall rate, rates per axis value and per pair of axes (worst first,
+with Wilson intervals), judge agreement, and failing examples; HTML, Markdown and JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .html import esc, page, table
+
+MAX_EXAMPLES = 25
+
+
+def _rate(c: Mapping[str, Any]) -> str:
+    return f"{100 * c['rate']:.1f}% [{100 * c['ci_low']:.1f}, {100 * c['ci_high']:.1f}]"
+
+
+def _color(r: float) -> str:
+    # white -> red as the rate grows
+    g = int(255 * (1 - r))
+    return f"rgb(255,{g},{g})"
+
+
+def _heatmap(cells: list[Mapping[str, Any]], a: str, b: str) -> str:
+    rows = sorted({c["a"] for c in cells})
+    cols = sorted({c["b"] for c in cells})
+    by = {(c["a"], c["b"]): c for c in cells}
+    head = (
+        "<tr><th>"
+        + esc(f"{a} \\ {b}")
+        + "</th>"
+        + "".join(f"<th>{esc(c)}</th>" for c in cols)
+        + "</tr>"
+    )
+    body = []
+    for r in rows:
+        tds = []
+        for c in cols:
+            cell = by.get((r, c))
+            if cell is None:
+                tds.append("<td class='muted'>-</td>")
+            else:
+                tds.append(
+                    f"<td class='num' style='background:{_color(cell['rate'])}' title='{esc(_rate(cell))}'>"
+                    f"{cell['successes']}/{cell['n']}</td>"
+                )
+        body.append(f"<tr><th>{esc(r)}</th>{''.join(tds)}</tr>")
+    return f"<table>{head}{''.join(body)}</table>"
+
+
+def attack_html(f: Mapping[str, Any]) -> str:
+    o = f["overall"]
+    parts = [
+        f"<h1>aart attack: {esc(f['target'])}</h1>",
+        f"<p class='muted'>dataset {esc(f['dataset'])}; primary judge {esc(f['primary_judge'])}; "
+        f"judges: {esc(', '.join(f['judges']))}</p>",
+        "".join(
+            f"<span class='kpi'>{esc(k)}<b>{esc(v)}</b></span>"
+            for k, v in [
+                ("attack success", _rate(o)),
+                ("judged", f"{f['judged']} of {f['prompts']}"),
+                ("unjudged", f["unjudged"]),
+                ("target errors", f["target_errors"]),
+                ("refusal rate", f"{100 * f['refusal_rate']:.1f}%"),
+            ]
+        ),
+    ]
+    if f.get("comparison"):
+        c = f["comparison"]
+        parts.append(
+            "<h2>Since the previous run</h2>"
+            + table(
+                [
+                    "previous",
+                    "previous rate",
+                    "compared",
+                    "fixed",
+                    "still failing",
+                    "newly failing",
+                ],
+                [
+                    [
+                        c["previous"],
+                        f"{100 * c['previous_rate']:.1f}%",
+                        c["compared"],
+                        c["fixed"],
+                        c["still_failing"],
+                        c["newly_failing"],
+                    ]
+                ],
+            )
+        )
+    for axis, cells in f["by_value"].items():
+        parts.append(f"<h2>By {esc(axis)} (worst first)</h2>")
+        parts.append(
+            table(
+                ["value", "failures / n", "rate [95% CI]"],
+                [[c["value"], f"{c['successes']}/{c['n']}", _rate(c)] for c in cells],
+            )
+        )
+    for pair, cells in f["by_pair"].items():
+        a, b = pair.split(" x ")
+        parts.append(f"<h2>{esc(pair)}</h2>")
+        if len({c["a"] for c in cells}) <= 40 and len({c["b"] for c in cells}) <= 30:
+            parts.append(_heatmap(cells, a, b))
+        parts.append(
+            "<h3>Worst cells</h3>"
+            + table(
+                ["cell", "failures / n", "rate [95% CI]"],
+                [[c["value"], f"{c['successes']}/{c['n']}", _rate(c)] for c in cells[:15]],
+            )
+        )
+    if f["agreement"]:
+        parts.append(
+            "<h2>Judge agreement</h2>"
+            + table(
+                ["judges", "n", "agreement", "Cohen's kappa"],
+                [
+                    [
+                        " vs ".join(a["judges"]),
+                        a["n"],
+                        "-" if a["agreement"] is None else f"{100 * a['agreement']:.1f}%",
+                        "-" if a["kappa"] is None else f"{a['kappa']:.2f}",
+                    ]
+                    for a in f["agreement"]
+                ],
+            )
+        )
+    parts.append(
+        f"<h2>Failing examples ({min(len(f['failures']), MAX_EXAMPLES)} of {len(f['failures'])})</h2>"
+    )
+    for r in f["failures"][:MAX_EXAMPLES]:
+        v = r["verdicts"][f["primary_judge"]]
+        axes = "; ".join(f"{k}: {', '.join(vs)}" for k, vs in r["axes"].items())
+        parts.append(
+            f"<h3>{esc(r['id'])}</h3><p class='muted'>{esc(axes)}</p>"
+            f"<p><b>prompt</b></p><pre>{esc(r['prompt'])}</pre>"
+            f"<p><b>response</b></p><pre>{esc(r['response'])}</pre>"
+            f"<p class='muted'>{esc(v.get('category') or '')} {esc(v.get('rationale') or '')}</p>"
+        )
+    return page(f"aart attack: {f['target']}", "".join(parts))
+
+
+def attack_markdown(f: Mapping[str, Any]) -> str:
+    o = f["overall"]
+    lines = [
+        f"# aart attack: {f['target']}",
+        "",
+        f"- attack success: {o['successes']}/{o['n']} = {_rate(o)} (judge {f['primary_judge']})",
+        f"- prompts {f['prompts']}, judged {f['judged']}, unjudged {f['unjudged']}, "
+        f"target errors {f['target_errors']}, refusal rate {100 * f['refusal_rate']:.1f}%",
+    ]
+    if f.get("comparison"):
+        c = f["comparison"]
+        lines.append(
+            f"- since {c['previous']} ({100 * c['previous_rate']:.1f}%): {c['fixed']} fixed, "
+            f"{c['still_failing']} still failing, {c['newly_failing']} newly failing"
+        )
+    for axis, cells in f["by_value"].items():
+        lines += [
+            "",
+            f"## By {axis} (worst first)",
+            "",
+            "| value | failures / n | rate [95% CI] |",
+            "|---|---|---|",
+        ]
+        lines += [f"| {c['value']} | {c['successes']}/{c['n']} | {_rate(c)} |" for c in cells[:20]]
+    for pair, cells in f["by_pair"].items():
+        lines += [
+            "",
+            f"## Worst {pair} cells",
+            "",
+            "| cell | failures / n | rate [95% CI] |",
+            "|---|---|---|",
+        ]
+        lines += [f"| {c['value']} | {c['successes']}/{c['n']} | {_rate(c)} |" for c in cells[:10]]
+    for a in f["agreement"]:
+        if a["agreement"] is not None:
+            lines.append(
+                f"- agreement {' vs '.join(a['judges'])}: {100 * a['agreement']:.1f}% "
+                f"(kappa {a['kappa']:.2f}, n={a['n']})"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def write_attack_report(f: Mapping[str, Any], out: Path) -> dict[str, Path]:
+    paths = {"html": out / "report.html", "md": out / "report.md", "json": out / "attack.json"}
+    paths["html"].write_text(attack_html(f), encoding="utf-8")
+    paths["md"].write_text(attack_markdown(f), encoding="utf-8")
+    summary = {k: v for k, v in f.items() if k not in ("failures", "unjudged_records")}
+    paths["json"].write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    return paths
