@@ -97,11 +97,11 @@ def test_scope_filters_and_counts(tmp_path):
     assert plan.attempts == 6 and plan.expected_prompts == 18
 
 
-def test_scope_refuses_impossible_counts(tmp_path):
-    text = MINI_RECIPE.replace("sample: {formats: 2, regions: 2}", "sample: {formats: 9}")
+def test_scope_refuses_counts_the_edited_values_cannot_meet(mini_recipe, tmp_path):
     out = tmp_path / "run"
-    aart.define(write_recipe(tmp_path, text), out)
-    with pytest.raises(UsageError, match="asks for 9 values per attempt"):
+    aart.define(mini_recipe, out)
+    (out / "dimensions" / "formats.yaml").write_text("values: [email]\n")
+    with pytest.raises(UsageError, match="asks for 2 values per attempt but 'formats' has only 1"):
         aart.scope(out)
 
 
@@ -111,11 +111,14 @@ def test_over_budget_blueprint_fails_before_any_call(tmp_path):
         "    enumerate:\n      instruction: List world regions.\n      count: 4",
         "    values: [north, south]",
     )
+    recipe = write_recipe(tmp_path, text)
     out = tmp_path / "run"
     with pytest.raises(BudgetError, match="6 calls > max_calls 3"):
-        aart.run(write_recipe(tmp_path, text), out=out)
-    with Run.open(out) as run:
-        assert run.db.call_totals()["calls"] == 0
+        aart.run(recipe, out=out)
+    assert not out.exists()  # refused before anything was created or spent
+    aart.define(recipe, out)  # explicit values only: no calls
+    with pytest.raises(BudgetError, match="6 calls > max_calls 3"):
+        aart.scope(out)
 
 
 def test_run_end_to_end_with_fake(mini_recipe, tmp_path):
@@ -225,3 +228,22 @@ def test_every_builtin_recipe_runs_on_the_fake_model(name, tmp_path):
     assert result.stats.requested > 0
     assert result.stats.prompts + result.stats.shortfall == result.stats.requested
     assert result.stats.valid_rate == 1.0
+
+
+def test_impossible_sample_is_refused_at_load(tmp_path):
+    from aart.errors import RecipeError
+    from aart.recipe import load_recipe
+
+    text = MINI_RECIPE.replace(
+        "sample: {formats: 2, regions: 2}", "sample: {formats: 2, regions: 9}"
+    )
+    with pytest.raises(RecipeError, match="at most 4"):
+        load_recipe(write_recipe(tmp_path, text))
+
+
+def test_run_over_budget_is_refused_before_step_one(tmp_path):
+    text = MINI_RECIPE + "budget: {max_calls: 2}\n"
+    register_script("never", [AssertionError("no call may be made")])
+    text = text.replace("default: fake/test", "default: never/x")
+    with pytest.raises(BudgetError, match="before any call"):
+        aart.run(write_recipe(tmp_path, text), out=tmp_path / "run")

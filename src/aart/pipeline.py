@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import BudgetError
 from .llm import Model, estimate_tokens
 from .recipe import Value, load_recipe
 from .recipe.loader import LoadedRecipe
@@ -91,10 +92,17 @@ class RunResult:
     seconds: float
     outputs: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def tokens_per_prompt(self) -> float:
+        """Tokens spent per prompt in the dataset (to compare with the baselines)."""
+        tokens = self.usage["prompt_tokens"] + self.usage["completion_tokens"]
+        return tokens / self.stats.prompts if self.stats.prompts else 0.0
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "run_dir": str(self.root),
             "dimensions": self.dimensions,
+            "tokens_per_prompt": round(self.tokens_per_prompt, 1),
             "generate": self.stats.as_dict(),
             "usage": self.usage,
             "wall_seconds": round(self.seconds, 2),
@@ -115,6 +123,7 @@ def run(
     """Define, scope and generate in one go. Re-running with the same ``out`` resumes."""
     start = time.perf_counter()
     root = Path(out or default_out(recipe, size))
+    _check_planned_budget(recipe, model, size)
     with Run.create_or_resume(root, recipe, size) as r:
         m = _model(r, "define", model, no_cache)
         dims = asyncio.run(_with(m, define_run(r, m)))
@@ -137,6 +146,25 @@ def run(
         result = RunResult(root, stats, plan, dims, usage, time.perf_counter() - start, outputs)
         (root / "summary.json").write_text(json.dumps(result.as_dict(), indent=2))
         return result
+
+
+def _check_planned_budget(recipe: str | Path, model: str | None, size: str | None) -> None:
+    """Refuse, before Step 1 spends anything, a run whose estimate exceeds the budget."""
+    b = load_recipe(recipe, size).recipe.budget
+    if b.max_calls is None and b.max_tokens is None:
+        return
+    est = dry_run(recipe, model=model, size=size)
+    over = []
+    if b.max_calls is not None and est["total_calls"] > b.max_calls:
+        over.append(f"~{est['total_calls']} calls > max_calls {b.max_calls}")
+    if b.max_tokens is not None and est["total_tokens"] > b.max_tokens:
+        over.append(f"~{est['total_tokens']:,} tokens > max_tokens {b.max_tokens:,}")
+    if over:
+        raise BudgetError(
+            "the run is over budget before any call: "
+            + "; ".join(over)
+            + ". Use a smaller --size, lower the counts, or raise the budget (see --dry-run)."
+        )
 
 
 def dry_run(
@@ -214,9 +242,12 @@ def attack(
         recipe = ds.parent / "recipe.yaml"  # a dataset inside a run directory knows its recipe
     app_name = policy = ""
     sp = ""
+    budget = None
     if recipe is not None:
-        app = load_recipe(recipe).recipe.application
+        rec = load_recipe(recipe).recipe
+        app = rec.application
         app_name, policy, sp = app.name, app.policy, app.system_prompt
+        budget = rec.budget
     config = AttackConfig(
         target=target,
         judge=judge,
@@ -228,6 +259,8 @@ def attack(
         limit=limit,
         use_cache=not no_cache,
         options=ModelOptions(base_url=base_url, concurrency=concurrency),
+        max_calls=budget.max_calls if budget else None,
+        max_tokens_total=budget.max_tokens if budget else None,
     )
     a = Attack(ds, out, config)
     try:

@@ -64,6 +64,7 @@ def run_command(
                 f"{u['prompt_tokens'] + u['completion_tokens']:,} "
                 f"({u['prompt_tokens']:,} in, {u['completion_tokens']:,} out)",
             ),
+            ("tokens per prompt", f"{result.tokens_per_prompt:,.0f}"),
             ("cost", f"${u['cost']:.4f}"),
         ]
     )

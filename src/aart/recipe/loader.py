@@ -171,8 +171,8 @@ def load_recipe(name_or_path: str | Path, size: str | None = None) -> LoadedReci
             msg = f"missing required key {loc[-1]!r}"
         raise _located(path, locations, tuple(clean), msg + more, _FIXES.get(err["type"])) from None
     loaded = LoadedRecipe(recipe, path, text, size, locations)
-    for p, message in cross_check(recipe):
-        raise loaded.error(p, message, "use one of the dimension names defined under `dimensions:`")
+    for p, message, fix in cross_check(recipe):
+        raise loaded.error(p, message, fix)
     from .template import check_template
 
     check_template(loaded)

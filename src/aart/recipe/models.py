@@ -189,26 +189,56 @@ class Recipe(Strict):
 Path = tuple[str | int, ...]
 
 
-def cross_check(r: Recipe) -> list[tuple[Path, str]]:
-    """References between sections, as (path in the file, message) pairs."""
+USE_DIMENSION = "use one of the dimension names defined under `dimensions:`"
+
+
+def cross_check(r: Recipe) -> list[tuple[Path, str, str]]:
+    """Problems between sections, as (path in the file, message, fix)."""
     dims = r.dimensions
     s = r.scope
-    problems: list[tuple[Path, str]] = []
+    problems: list[tuple[Path, str, str]] = []
 
     def known(name: str, path: Path) -> None:
         if name not in dims:
             problems.append(
-                (path, f"unknown dimension {name!r}; the recipe defines: {', '.join(dims)}")
+                (
+                    path,
+                    f"unknown dimension {name!r}; the recipe defines: {', '.join(dims)}",
+                    USE_DIMENSION,
+                )
             )
 
     if s.strategy == "per-value":
         if s.primary is None:
-            problems.append((("scope",), "strategy per-value needs `primary: <dimension>`"))
+            problems.append(
+                (
+                    ("scope",),
+                    "strategy per-value needs a primary dimension",
+                    "add `primary: <dimension>` under `scope:`",
+                )
+            )
         else:
             known(s.primary, ("scope", "primary"))
     for section in ("sample", "filters", "weights"):
         for name in getattr(s, section):
             known(name, ("scope", section, name))
+    for name, k in s.sample.items():
+        dim = dims.get(name)
+        if dim is None:
+            continue
+        most = (
+            len(dim.values)
+            if dim.values
+            else (dim.enumerate.count * (dim.enumerate.categories or 1) if dim.enumerate else 0)
+        )
+        if k > most:
+            problems.append(
+                (
+                    ("scope", "sample", name),
+                    f"asks for {k} values per attempt but {name!r} can have at most {most}",
+                    f"lower scope.sample.{name} or give {name!r} more values",
+                )
+            )
     for i, name in enumerate(s.axes or []):
         known(name, ("scope", "axes", i))
     for i, f in enumerate(r.generate.fields):
@@ -217,12 +247,28 @@ def cross_check(r: Recipe) -> list[tuple[Path, str]]:
     for col, name in r.generate.aart_columns.items():
         if col not in ("crime", "use_case", "region"):
             problems.append(
-                (("generate", "aart_columns", col), "columns are crime, use_case and region")
+                (
+                    ("generate", "aart_columns", col),
+                    f"unknown column {col!r}",
+                    "the columns are crime, use_case and region",
+                )
             )
         known(name, ("generate", "aart_columns", col))
     names = [f.name for f in r.generate.fields] + [r.generate.prompt_field]
     if len(set(names)) != len(names):
-        problems.append((("generate", "fields"), "field names and prompt_field must be unique"))
+        problems.append(
+            (
+                ("generate", "fields"),
+                "field names and prompt_field must be unique",
+                "rename the repeated field",
+            )
+        )
     if r.generate.min_words > r.generate.max_words:
-        problems.append((("generate", "min_words"), "min_words is larger than max_words"))
+        problems.append(
+            (
+                ("generate", "min_words"),
+                "min_words is larger than max_words",
+                "lower min_words or raise max_words",
+            )
+        )
     return problems

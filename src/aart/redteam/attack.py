@@ -37,6 +37,8 @@ class AttackConfig:
     limit: int | None = None
     use_cache: bool = True
     options: ModelOptions = field(default_factory=ModelOptions)
+    max_calls: int | None = None  # the recipe's budget, counted over the whole attack run
+    max_tokens_total: int | None = None
 
     def signature(self, dataset_hash: str) -> str:
         parts = [
@@ -92,7 +94,13 @@ class Attack:
                 "use another --out, or delete it to start over"
             )
         self.db.set_meta("attack_signature", sig)
-        self.budget = Budget()
+        spent = self.db.call_totals()
+        self.budget = Budget(
+            max_calls=config.max_calls,
+            max_tokens=config.max_tokens_total,
+            calls=spent["calls"],
+            tokens=spent["prompt_tokens"] + spent["completion_tokens"],
+        )
         name, api = create_target(config.target, config.options)
         self.target_name = name
         self.target = Model(
