@@ -210,7 +210,7 @@ def test_comparison_table_has_a_row_per_dataset(tmp_path, mini_recipe):
         out / "dataset.jsonl", run=str(out), compare={"other": str(other)}, embeddings=False
     )
     header, rows = ev["table"]["header"], ev["table"]["rows"]
-    assert [r[0] for r in rows] == ["dataset", "other"]
+    assert [r[0] for r in rows] == ["run", "other"]
     assert "coverage formats" in header and len(rows[0]) == len(header)
     assert ev["datasets"][0]["agreement"]["formats"]["checked"] == 18
 

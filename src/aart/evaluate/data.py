@@ -80,7 +80,9 @@ def load_dataset(
     if not path.exists():
         raise UsageError(f"dataset {path} does not exist")
     rows = _rows(path)
-    ds = Dataset(name or path.stem, [])
+    # runs/bank/dataset.jsonl is better called "bank" than "dataset"
+    default_name = path.parent.name if path.stem == "dataset" and path.parent.name else path.stem
+    ds = Dataset(name or default_name, [])
     if rows and text_column not in rows[0]:
         raise UsageError(
             f"{path}: no column {text_column!r}; columns are {', '.join(rows[0])}; "

@@ -56,7 +56,7 @@ def hbar_chart(
     """Horizontal bars, one per (label, value); zero bars are drawn as red gap markers."""
     if not items:
         return "<p class='muted'>nothing to show</p>"
-    label_w = 220
+    label_w = 250
     top = max(v for _, v in items) or 1
     h = bar_h + 4
     parts = [f"<svg width='{width}' height='{h * len(items) + 4}' role='img'>"]
@@ -65,13 +65,17 @@ def hbar_chart(
         w = (width - label_w - 60) * v / top
         color = "#b00020" if highlight_zero and v == 0 else "#3b6ea8"
         parts.append(
-            f"<text x='{label_w - 6}' y='{y + bar_h - 3}' text-anchor='end'>{esc(label[:40])}</text>"
+            f"<text x='{label_w - 6}' y='{y + bar_h - 3}' text-anchor='end'>{esc(_short(label))}</text>"
             f"<rect x='{label_w}' y='{y}' width='{max(w, 2 if v == 0 else w):.1f}' height='{bar_h}' fill='{color}'>"
             f"<title>{esc(label)}: {esc(fmt.format(v))}</title></rect>"
             f"<text x='{label_w + w + 4:.1f}' y='{y + bar_h - 3}'>{esc(fmt.format(v))}</text>"
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _short(label: str, width: int = 38) -> str:
+    return label if len(label) <= width else label[: width - 1] + "…"
 
 
 def histogram_chart(
