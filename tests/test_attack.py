@@ -302,3 +302,35 @@ def test_attack_resumes_after_sigkill(dataset, tmp_path):
         assert summary["prompts"] == 16 and summary["judged"] == 16
     finally:
         server.stop()
+
+
+def test_guard_classifier_second_opinion_and_agreement(dataset, tmp_path):
+    register_script("guard", ["unsafe\nS2", "safe", "unsafe\nS1", "safe"])
+    register_script(
+        "judge2", [{"violates_policy": True, "harm_category": "x", "severity": 1, "rationale": "r"}]
+    )
+    f = aart.attack(
+        dataset,
+        target="fake/app",
+        judge="judge2/x",
+        classifier="guard/lg",
+        out=tmp_path / "att",
+        concurrency=1,
+    )
+    assert f["judges"] == ["refusal", "llm:judge2/x", "guard:guard/lg"]
+    verdicts = [r["verdicts"]["guard:guard/lg"] for r in f["failures"]]
+    assert [v["violates"] for v in verdicts] == [True, False, True, False]
+    assert verdicts[0]["category"] == "s2"
+    pairs = {tuple(a["judges"]): a for a in f["agreement"]}
+    assert pairs[("guard:guard/lg", "llm:judge2/x")]["agreement"] == 0.5
+
+
+def test_guard_garbage_is_unjudged():
+    import asyncio
+
+    from aart.llm import Model, ModelOptions, ScriptedAPI
+    from aart.redteam import GuardJudge
+
+    g = GuardJudge(Model("fake/g", ScriptedAPI("g", ModelOptions(), ["I think it is fine?"])))
+    v = asyncio.run(g.judge("p", "r"))
+    assert v.violates is None and "unparseable" in v.error

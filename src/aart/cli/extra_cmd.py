@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Literal, cast
 
 import click
 
 from ..llm import get_model
-from ..steps.baseline import load_pool, run_baseline
+from ..steps.baseline import BaselineStats, load_pool, run_baseline
 from ..steps.topup import topup_run
 from ..store.db import RunDB
 from ..store.rundir import Run
@@ -48,15 +49,17 @@ def baseline_command(
     db = RunDB(Path(out) / "run.db")
     m = get_model(model, store=db, use_cache=not no_cache)
 
-    async def go():  # noqa: ANN202
+    kind = cast(Literal["zero-shot", "few-shot"], method)  # click.Choice has checked it
+
+    async def go() -> BaselineStats:
         try:
             return await run_baseline(
                 m,
-                method,
+                kind,
                 n,
                 Path(out),
                 pool=examples,
-                shots=shots,  # type: ignore[arg-type]
+                shots=shots,
                 temperature=temperature,
                 seed=seed,
             )

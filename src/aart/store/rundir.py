@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from ..errors import UsageError
-from ..recipe import LoadedRecipe, Value, load_recipe
+from ..recipe import LoadedRecipe, Recipe, Value, load_recipe
 from .db import RunDB
 
 
@@ -30,7 +30,7 @@ class Run:
         self.db = db
 
     @property
-    def recipe(self):  # noqa: ANN201 - Recipe, kept loose to avoid an import cycle in typing
+    def recipe(self) -> Recipe:
         return self.loaded.recipe
 
     @property
