@@ -3,6 +3,7 @@
 import asyncio
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np

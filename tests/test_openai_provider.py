@@ -26,7 +26,13 @@ def opts(server, **kw):
 
 
 def gen(model, schema=SCHEMA, **kw):
-    return asyncio.run(model.generate(MSGS, GenerateConfig(max_tokens=50, seed=1), schema, **kw))
+    async def go():
+        try:
+            return await model.generate(MSGS, GenerateConfig(max_tokens=50, seed=1), schema, **kw)
+        finally:
+            await model.aclose()  # the HTTP session belongs to this event loop
+
+    return asyncio.run(go())
 
 
 def test_structured_answer_and_usage(fake_server):
