@@ -57,7 +57,11 @@ def run_command(
             ("valid items", f"{s.valid_items}/{s.items} ({s.valid_rate:.1%})"),
             ("duplicates", f"{s.exact_duplicates} exact, {s.near_duplicates} near (removed)"),
             ("refusals", f"{s.refused_items} items, {s.refused_calls} whole answers (topped up)"),
-            ("jobs", f"{s.jobs} ({s.topup_jobs} top-up, {s.failed_jobs} failed)"),
+            (
+                "unusable",
+                f"{s.invalid_calls} answers without JSON, {s.missing_items} queries left out",
+            ),
+            ("jobs", f"{s.jobs} ({s.topup_jobs} top-up)"),
             ("calls", f"{u['calls']} ({u['failed_calls']} failed or invalid)"),
             (
                 "tokens",

@@ -41,13 +41,14 @@ class GenerateStats:
     attempts: int = 0
     jobs: int = 0
     topup_jobs: int = 0
-    failed_jobs: int = 0
     requested: int = 0
     items: int = 0
     valid_items: int = 0
     invalid_items: int = 0
     refused_items: int = 0
     refused_calls: int = 0
+    invalid_calls: int = 0  # answers that never parsed as JSON, after the re-asks
+    missing_items: int = 0  # queries an answer left out
     exact_duplicates: int = 0
     near_duplicates: int = 0
     prompts: int = 0
@@ -192,7 +193,9 @@ class Generator:
             records.append((rid, STAGE, record))
         missing = attempt["queries"] - len(items)
         if missing > 0 and items:
-            records.append((f"{jid}:short", INVALID, {"reason": f"{missing} queries missing"}))
+            records.append(
+                (f"{jid}:short", INVALID, {"reason": "queries missing", "missing": missing})
+            )
         self.run.db.complete_job(jid, records)
         self._tick()
 
@@ -256,20 +259,18 @@ class Generator:
         stats.invalid_items = sum(1 for r in invalid if "item" in r)
         stats.refused_items = sum(1 for r in refused if "item" in r)
         stats.refused_calls = sum(1 for r in refused if "item" not in r)
+        stats.invalid_calls = sum(1 for r in invalid if "raw_text" in r)
+        stats.missing_items = sum(r.get("missing", 0) for r in invalid)
         stats.items = stats.valid_items + stats.invalid_items + stats.refused_items
         stats.invalid_reasons = dict(Counter(r["reason"].split(" (")[0][:60] for r in invalid))
         stats.exact_duplicates = sum(1 for d in duplicates if d["kind"] == "exact")
         stats.near_duplicates = len(duplicates) - stats.exact_duplicates
         stats.prompts = len(kept)
-        counts = self.run.db.conn.execute(
-            "SELECT status, json_extract(payload, '$.round') = 0, COUNT(*) FROM jobs"
-            " WHERE stage=? GROUP BY 1, 2",
-            (STAGE,),
-        ).fetchall()
-        for status, first_round, n in counts:
-            stats.jobs += n
-            stats.topup_jobs += 0 if first_round else n
-            stats.failed_jobs += n if status == "failed" else 0
+        stats.jobs, stats.topup_jobs = self.run.db.conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(json_extract(payload, '$.round') > 0), 0) FROM jobs"
+            " WHERE stage=? AND id IN (SELECT value FROM json_each(?))",
+            (STAGE, json.dumps(sorted(jobs))),
+        ).fetchone()
         return kept, duplicates, stats
 
     def _needs(self, kept: list[dict[str, Any]]) -> dict[str, int]:
