@@ -57,3 +57,31 @@ def test_sigkill_then_resume(tmp_path):
         assert {r["provenance"]["job_id"] for r in rows} >= done_ids
     finally:
         server.stop()
+
+
+def test_ctrl_c_says_how_to_resume_and_loses_nothing(tmp_path):
+    server = FakeOpenAIServer(latency=0.25).start()
+    try:
+        text = MINI_RECIPE.replace(
+            "default: fake/test",
+            f"default: openai/fake\n  base_url: {server.base_url}\n  concurrency: 2",
+        ).replace("attempts_per_value: 2", "attempts_per_value: 6")
+        recipe = write_recipe(tmp_path, text)
+        out = tmp_path / "run"
+        cmd = [sys.executable, "-m", "aart.cli.main", "run", str(recipe), "--out", str(out)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 60
+        while len(server.requests) < 6 and time.time() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and "re-run the same command to resume" in err
+        assert "Traceback" not in err
+        first = len(server.requests)
+        finished = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert finished.returncode == 0
+        assert len(server.requests) - first <= 18 - (first - 4)
+        rows = (out / "dataset.jsonl").read_text().splitlines()
+        assert len(rows) == 54
+    finally:
+        server.stop()

@@ -41,8 +41,10 @@ for command in (
 def main() -> None:
     try:
         cli.main(standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+        click.echo(
+            "\ninterrupted: finished work is saved; re-run the same command to resume", err=True
+        )
         sys.exit(130)
     except click.ClickException as e:
         e.show()
@@ -50,11 +52,6 @@ def main() -> None:
     except AartError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(e.exit_code)
-    except KeyboardInterrupt:
-        click.echo(
-            "\ninterrupted: finished work is saved; re-run the same command to resume", err=True
-        )
-        sys.exit(130)
 
 
 if __name__ == "__main__":
