@@ -1,5 +1,5 @@
-"""The public Python API: ``define``, ``scope``, ``generate`` and ``run``, sync facades over
-the async steps, mirroring the CLI commands of the same names."""
+"""The public Python API: ``define``, ``scope``, ``generate``, ``run``, ``dry_run`` and
+``attack``, sync facades over the async steps, mirroring the CLI commands of the same names."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .errors import BudgetError
 from .llm import Model, estimate_tokens
 from .recipe import Value, load_recipe
 from .recipe.loader import LoadedRecipe
-from .steps.common import run_budget, stage_model
+from .steps.common import stage_model
 from .steps.define import define_run
 from .steps.generate import GenerateStats, generate_run
 from .steps.prompting import completion_estimate, render_messages
@@ -31,7 +31,7 @@ def default_out(recipe: str | Path, size: str | None) -> Path:
 
 
 def _model(run: Run, stage: str, model: str | None, no_cache: bool) -> Model:
-    return stage_model(run, stage, model, use_cache=not no_cache, budget=run_budget(run))
+    return stage_model(run, stage, model, use_cache=not no_cache)
 
 
 async def _with(model: Model, coro: Any) -> Any:
