@@ -115,27 +115,23 @@ class Attack:
         self.primary = "refusal"
         self._models = [self.target]
         if config.judge != "refusal":
-            jm = get_model(
-                config.judge,
-                ModelOptions(base_url=config.options.base_url),
-                store=self.db,
-                use_cache=config.use_cache,
-                budget=self.budget,
-            )
-            self._models.append(jm)
-            judge = LLMJudge(jm, config.app_name, config.policy)
+            judge = LLMJudge(self._judge_model(config.judge), config.app_name, config.policy)
             self.judges.append(judge)
             self.primary = judge.name
         if config.classifier:
-            cm = get_model(
-                config.classifier,
-                ModelOptions(base_url=config.options.base_url),
-                store=self.db,
-                use_cache=config.use_cache,
-                budget=self.budget,
-            )
-            self._models.append(cm)
-            self.judges.append(GuardJudge(cm))
+            self.judges.append(GuardJudge(self._judge_model(config.classifier)))
+
+    def _judge_model(self, name: str) -> Model:
+        """A judging model sharing the attack's store, cache and budget."""
+        model = get_model(
+            name,
+            ModelOptions(base_url=self.config.options.base_url),
+            store=self.db,
+            use_cache=self.config.use_cache,
+            budget=self.budget,
+        )
+        self._models.append(model)
+        return model
 
     async def _work(self, job: tuple[str, dict[str, Any]]) -> None:
         jid, rec = job
