@@ -156,6 +156,17 @@ def attack_html(f: Mapping[str, Any]) -> str:
     return page(f"aart attack: {f['target']}", "".join(parts))
 
 
+def _md_rate_table(title: str, label: str, cells: list[Mapping[str, Any]]) -> list[str]:
+    return [
+        "",
+        f"## {title}",
+        "",
+        f"| {label} | failures / n | rate [95% CI] |",
+        "|---|---|---|",
+        *[f"| {c['value']} | {c['successes']}/{c['n']} | {_rate(c)} |" for c in cells],
+    ]
+
+
 def attack_markdown(f: Mapping[str, Any]) -> str:
     o = f["overall"]
     lines = [
@@ -172,23 +183,9 @@ def attack_markdown(f: Mapping[str, Any]) -> str:
             f"{c['still_failing']} still failing, {c['newly_failing']} newly failing"
         )
     for axis, cells in f["by_value"].items():
-        lines += [
-            "",
-            f"## By {axis} (worst first)",
-            "",
-            "| value | failures / n | rate [95% CI] |",
-            "|---|---|---|",
-        ]
-        lines += [f"| {c['value']} | {c['successes']}/{c['n']} | {_rate(c)} |" for c in cells[:20]]
+        lines += _md_rate_table(f"By {axis} (worst first)", "value", cells[:20])
     for pair, cells in f["by_pair"].items():
-        lines += [
-            "",
-            f"## Worst {pair} cells",
-            "",
-            "| cell | failures / n | rate [95% CI] |",
-            "|---|---|---|",
-        ]
-        lines += [f"| {c['value']} | {c['successes']}/{c['n']} | {_rate(c)} |" for c in cells[:10]]
+        lines += _md_rate_table(f"Worst {pair} cells", "cell", cells[:10])
     for a in f["agreement"]:
         if a["agreement"] is not None:
             lines.append(
