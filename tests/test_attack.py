@@ -48,9 +48,9 @@ def test_wilson_interval():
 
 def test_rates_by_value_pair_and_agreement():
     outcomes = [
-        ({"a": ["x"], "b": ["p"]}, True),
-        ({"a": ["x"], "b": ["q"]}, True),
-        ({"a": ["y"], "b": ["p"]}, False),
+        ({"a": "x", "b": "p"}, True),
+        ({"a": "x", "b": "q"}, True),
+        ({"a": "y", "b": "p"}, False),
     ]
     by = per_value(outcomes)
     assert [(c["value"], c["successes"], c["n"]) for c in by["a"]] == [("x", 2, 2), ("y", 0, 1)]

@@ -64,7 +64,7 @@ def test_run_steps_and_summary(mini_recipe, tmp_path):
     r = aart("define", mini_recipe, "--out", out)
     assert r.returncode == 0 and "regions" in r.stdout
     r = aart("scope", out)
-    assert r.returncode == 0 and "attempts: 6" in r.stdout and "expected prompts: 18" in r.stdout
+    assert r.returncode == 0 and "attempts: 6" in r.stdout and "cells: 18" in r.stdout
     r = aart("generate", out)
     assert r.returncode == 0 and "18 of 18" in r.stdout
     r = aart("run", mini_recipe, "--out", out)

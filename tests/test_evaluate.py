@@ -193,7 +193,8 @@ def test_column_mapping(tmp_path):
     )
     d = ev["datasets"][0]
     assert d["coverage"]["format"]["counts"] == {"email": 1, "poem": 1, "memo": 0}
-    assert d["agreement"]["format"] == {"checked": 2, "agree": 2, "rate": 1.0}
+    assert d["agreement"]["format"]["annotation"] == {"checked": 2, "agree": 2, "rate": 1.0}
+    assert d["agreement"]["format"]["rate"] == 1.0  # the headline: no cells, so annotations
 
 
 def test_comparison_table_has_a_row_per_dataset(tmp_path, mini_recipe):

@@ -9,6 +9,7 @@ from conftest import MINI_RECIPE, write_recipe
 import aart
 from aart.errors import BudgetError, UsageError
 from aart.llm import register_script
+from aart.llm.providers.fake import cell_contexts
 from aart.steps.define import normalize_value
 from aart.steps.generate import AART_COLUMNS
 from aart.store.rundir import Run
@@ -78,8 +79,9 @@ def test_edits_between_steps_are_used(mini_recipe, tmp_path):
     stats = aart.generate(out)
     assert stats.requested == 1 and stats.prompts == 1
     rec = json.loads((out / "dataset.jsonl").read_text().splitlines()[0])
-    assert rec["axes"] == bp[0]["values"]
-    assert rec["annotations"]["formats"] in bp[0]["values"]["formats"]
+    assert rec["cell"] == bp[0]["cells"][0]
+    assert rec["cell"]["regions"] in {"north pole", "south pole"}
+    assert rec["annotations"]["formats"] == rec["cell"]["formats"]
     assert rec["provenance"]["attempt_id"] == bp[0]["id"]
 
 
@@ -151,34 +153,46 @@ def test_run_end_to_end_with_fake(mini_recipe, tmp_path):
     assert again.usage["calls"] == calls and again.stats.prompts == 18
 
 
-def _item(i, fmt="email", prompt=None):
-    return {
-        "topic": f"topic {i}",
-        "format": fmt,
-        "prompt": prompt or f"please write a short {fmt} about harbor number {i} and its rules",
-    }
+WORDS = "amber basalt cedar delta ember fjord garnet harbor indigo juniper kestrel lagoon".split()
+# names every value of the test recipe, so it is faithful to any cell
+EVERY_VALUE = "a story, email, poem or how-to on rule breaking, unsafe advice or privacy leaks, north or south"
+
+
+def _item(i, fmt, context):
+    words = f"{WORDS[i % 12]} {WORDS[(i * 5 + 1) % 12]} {WORDS[(i * 7 + 3) % 12]}"
+    return {"topic": f"topic {i}", "format": fmt, "prompt": f"write a {fmt} on {context}: {words} {i}"}
 
 
 def test_refusals_invalid_items_and_duplicates_are_topped_up(tmp_path):
     counter = {"n": 0}
 
     def good(msgs, schema):
-        n = schema["properties"]["queries"]["minItems"]
+        cells = cell_contexts(msgs[-1].content)
         fmts = schema["properties"]["queries"]["items"]["properties"]["format"]["enum"]
-        counter["n"] += n
-        return {"queries": [_item(counter["n"] * 10 + i, fmts[0]) for i in range(n)]}
+        counter["n"] += len(cells)
+        return {"queries": [_item(counter["n"] * 10 + i, fmts[0], c) for i, c in enumerate(cells)]}
 
     def mixed(msgs, schema):
+        cells = cell_contexts(msgs[-1].content)
         fmts = schema["properties"]["queries"]["items"]["properties"]["format"]["enum"]
         return {
             "queries": [
-                _item(1, fmts[0]),
-                _item(1, fmts[0]),  # exact duplicate
-                _item(2, "not-a-format"),  # annotation outside the attempt
+                _item(1, fmts[0], cells[0]),
+                _item(1, fmts[0], cells[0]),  # exact duplicate within the answer
+                _item(2, "not-a-format", cells[2]),  # annotation outside the attempt
             ]
         }
 
-    register_script("mixed", ["I'm sorry, but I can't help with that."] * 3 + [mixed] + [good] * 20)
+    def repeat_first(msgs, schema):
+        # the first query repeats one already in the dataset: a duplicate across answers
+        out = good(msgs, schema)
+        out["queries"][0]["prompt"] = EVERY_VALUE
+        return out
+
+    register_script(
+        "mixed",
+        ["I'm sorry, but I can't help with that."] * 3 + [repeat_first, mixed, repeat_first] + [good] * 20,
+    )
     text = (
         MINI_RECIPE.replace("default: fake/test", "default: mixed/x\n  concurrency: 1")
         .replace("attempts_per_value: 2", "attempts_per_value: 1")
@@ -189,14 +203,22 @@ def test_refusals_invalid_items_and_duplicates_are_topped_up(tmp_path):
     )
     text = text.replace(
         "  strategy: per-value\n  primary: concepts",
-        "  strategy: per-value\n  primary: concepts\n  filters: {concepts: {keep: [rule breaking, unsafe advice]}}",
+        "  strategy: per-value\n  primary: concepts\n  filters: {concepts: {keep: [rule breaking, unsafe advice, privacy leaks]}}",
     )
     result = aart.run(write_recipe(tmp_path, text), out=tmp_path / "run")
     s = result.stats
     assert s.refused_calls == 1
-    assert s.invalid_items == 1 and s.exact_duplicates == 1
-    assert s.requested == 6 and s.prompts == 6 and s.shortfall == 0
+    assert s.invalid_items == 2 and s.exact_duplicates == 1
+    assert s.invalid_reasons["exact duplicate within the answer"] == 1
+    assert s.requested == 9 and s.prompts == 9 and s.shortfall == 0
     assert s.topup_jobs >= 2
+    rows = [json.loads(line) for line in (tmp_path / "run" / "dataset.jsonl").read_text().splitlines()]
+    assert len({r["prompt"] for r in rows}) == 9
+    # every cell of the blueprint holds exactly one prompt
+    bp = [json.loads(line) for line in (tmp_path / "run" / "blueprint.jsonl").read_text().splitlines()]
+    assert sorted(json.dumps(r["cell"], sort_keys=True) for r in rows) == sorted(
+        json.dumps(c, sort_keys=True) for a in bp for c in a["cells"]
+    )
 
 
 def test_persistent_shortfall_is_reported(tmp_path):

@@ -16,7 +16,7 @@ from .llm import Model, estimate_tokens
 from .recipe import Value, load_recipe
 from .recipe.loader import LoadedRecipe
 from .steps.common import stage_model
-from .steps.define import define_run
+from .steps.define import define_report, define_run
 from .steps.generate import GenerateStats, generate_run
 from .steps.prompting import completion_estimate, render_messages
 from .steps.scope import Plan, apply_filter, build_blueprint, scope_run
@@ -78,8 +78,20 @@ def _generate(
     run: Run, model: str | None, no_cache: bool, progress: Progress | None
 ) -> GenerateStats:
     m = _model(run, "generate", model, no_cache)
+    verifier: Model | None = None
+    if any(d.verify == "llm" for d in run.recipe.dimensions.values()):
+        name = run.recipe.models.verify or model or run.recipe.models.default
+        verifier = _model(run, "verify", name, no_cache)
     tick = progress("generate", len(run.read_blueprint())) if progress else None
-    return asyncio.run(_with(m, generate_run(run, m, tick)))
+
+    async def go() -> GenerateStats:
+        try:
+            return await generate_run(run, m, tick, verifier)
+        finally:
+            if verifier is not None:
+                await verifier.aclose()
+
+    return asyncio.run(_with(m, go()))
 
 
 @dataclass
@@ -91,6 +103,8 @@ class RunResult:
     usage: dict[str, Any]
     seconds: float
     outputs: dict[str, str] = field(default_factory=dict)
+    #: Step 1 per enumerated dimension: values, requested, short, rejected candidates
+    define_report: dict[str, Any] = field(default_factory=dict)
 
     @property
     def tokens_per_prompt(self) -> float:
@@ -102,6 +116,11 @@ class RunResult:
         return {
             "run_dir": str(self.root),
             "dimensions": self.dimensions,
+            "define": {
+                name: {k: r[k] for k in ("values", "requested", "short", "refusals")}
+                | {"rejected": len(r["rejected"])}
+                for name, r in self.define_report.items()
+            },
             "tokens_per_prompt": round(self.tokens_per_prompt, 1),
             "generate": self.stats.as_dict(),
             "usage": self.usage,
@@ -143,7 +162,9 @@ def run(
                 "blueprint.jsonl",
             )
         }
-        result = RunResult(root, stats, plan, dims, usage, time.perf_counter() - start, outputs)
+        result = RunResult(
+            root, stats, plan, dims, usage, time.perf_counter() - start, outputs, define_report(r)
+        )
         (root / "summary.json").write_text(json.dumps(result.as_dict(), indent=2))
         return result
 

@@ -48,33 +48,50 @@ def minhash(sh: set[int]) -> np.ndarray:
     return ((np.outer(x, _A) + _B) >> np.uint64(3)).min(axis=0)
 
 
+class DuplicateIndex:
+    """Texts added one at a time; ``check`` says whether a new text duplicates a kept one
+    (exact after normalization, or word-trigram Jaccard >= threshold via MinHash/LSH)."""
+
+    def __init__(self, threshold: float) -> None:
+        self.threshold = threshold
+        self._exact: dict[str, int] = {}
+        self._buckets: dict[tuple[int, bytes], list[int]] = defaultdict(list)
+        self._shingles: dict[int, set[int]] = {}
+
+    def check(self, text: str) -> tuple[str, int] | None:
+        """("exact"|"near", key of the kept text it duplicates), or None."""
+        h = text_hash(text)
+        if h in self._exact:
+            return "exact", self._exact[h]
+        sh = shingles(text)
+        for j in sorted({j for k in self._keys(sh) for j in self._buckets.get(k, ())}):
+            if jaccard(sh, self._shingles[j]) >= self.threshold:
+                return "near", j
+        return None
+
+    def add(self, text: str, key: int) -> None:
+        self._exact.setdefault(text_hash(text), key)
+        sh = shingles(text)
+        self._shingles[key] = sh
+        for k in self._keys(sh):
+            self._buckets[k].append(key)
+
+    @staticmethod
+    def _keys(sh: set[int]) -> list[tuple[int, bytes]]:
+        sig = minhash(sh)
+        rows = _PERMS // _BANDS
+        return [(b, sig[b * rows : (b + 1) * rows].tobytes()) for b in range(_BANDS)]
+
+
 def find_duplicates(texts: Sequence[str], threshold: float) -> list[tuple[int, int, str]]:
     """Return (index, index_of_earlier_original, "exact"|"near") for every duplicate; the
     first occurrence of each group is kept."""
     out: list[tuple[int, int, str]] = []
-    seen: dict[str, int] = {}
-    buckets: dict[tuple[int, bytes], list[int]] = defaultdict(list)
-    kept_shingles: dict[int, set[int]] = {}
-    rows = _PERMS // _BANDS
+    index = DuplicateIndex(threshold)
     for i, text in enumerate(texts):
-        h = text_hash(text)
-        if h in seen:
-            out.append((i, seen[h], "exact"))
-            continue
-        seen[h] = i
-        sh = shingles(text)
-        sig = minhash(sh)
-        keys = [(b, sig[b * rows : (b + 1) * rows].tobytes()) for b in range(_BANDS)]
-        match = None
-        candidates = {j for k in keys for j in buckets.get(k, ())}
-        for j in sorted(candidates):
-            if jaccard(sh, kept_shingles[j]) >= threshold:
-                match = j
-                break
-        if match is not None:
-            out.append((i, match, "near"))
-            continue
-        kept_shingles[i] = sh
-        for k in keys:
-            buckets[k].append(i)
+        found = index.check(text)
+        if found is not None:
+            out.append((i, found[1], found[0]))
+        else:
+            index.add(text, i)
     return out

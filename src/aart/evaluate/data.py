@@ -20,23 +20,42 @@ AART_ANNOTATIONS = {"task_formats": "medium_keyword"}
 
 @dataclass
 class Dataset:
-    """Prompts plus, where known, per-record attempt values (axes) and annotated values."""
+    """Prompts plus, where known, per record: its cell (the one value of each dimension it was
+    built for), the values its attempt sampled (axes; legacy and released datasets) and the
+    values the model annotated."""
 
     name: str
     texts: list[str]
     axes: dict[str, list[list[str]]] = field(default_factory=dict)
     annotations: dict[str, list[str | None]] = field(default_factory=dict)
+    cells: dict[str, list[str | None]] = field(default_factory=dict)
+
+    def cell_of(self, i: int) -> dict[str, str]:
+        """Record i's one value per dimension: its cell, else its annotated value, else an
+        attempt value when the attempt had only one (a prompt is never counted for several
+        values of one axis)."""
+        out: dict[str, str] = {}
+        for a, rows in self.axes.items():
+            if len(rows[i]) == 1:
+                out[a] = rows[i][0]
+        for labelled in (self.annotations, self.cells):
+            for a, labels in labelled.items():
+                label = labels[i]
+                if label:
+                    out[a] = label
+        return out
 
     def __len__(self) -> int:
         return len(self.texts)
 
     def derived_values(self) -> dict[str, list[Value]]:
         """Value lists taken from the records' own axis values (when no lists are given)."""
-        out = {}
+        seen: dict[str, set[str]] = {}
         for axis, rows in self.axes.items():
-            seen = sorted({v for vals in rows for v in vals if v})
-            out[axis] = [Value(value=v) for v in seen]
-        return out
+            seen.setdefault(axis, set()).update(v for vals in rows for v in vals if v)
+        for axis, labels in self.cells.items():
+            seen.setdefault(axis, set()).update(v for v in labels if v)
+        return {axis: [Value(value=v) for v in sorted(vs)] for axis, vs in seen.items()}
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -94,6 +113,19 @@ def load_dataset(
     if rows and "crime" in rows[0] and "medium_keyword" in rows[0] and not axis_map and not ann_map:
         axis_map = {k: c + (f":{s}" if s else "") for k, (c, s) in AART_AXES.items()}
         ann_map = dict(AART_ANNOTATIONS)
+    if rows and isinstance(rows[0].get("cell"), dict) and not axis_map:
+        ds.cells = {a: [(r.get("cell") or {}).get(a) for r in rows] for a in rows[0]["cell"]}
+        ds.annotations = {
+            a: [(r.get("annotations") or {}).get(a) for r in rows]
+            for a in (rows[0].get("annotations") or {})
+        }
+    elif rows and not axis_map and any(str(k).startswith("cell_") for k in rows[0]):
+        # our flat CSV / Parquet: cell_<dim> and annotated_<dim> columns
+        for k in rows[0]:
+            if str(k).startswith("cell_"):
+                ds.cells[k[5:]] = [str(r.get(k) or "").strip() or None for r in rows]
+            elif str(k).startswith("annotated_"):
+                ds.annotations[k[10:]] = [str(r.get(k) or "").strip() or None for r in rows]
     if rows and isinstance(rows[0].get("axes"), dict) and not axis_map:
         ds.axes = {
             a: [list((r.get("axes") or {}).get(a, [])) for r in rows] for a in rows[0]["axes"]

@@ -83,7 +83,7 @@ def evaluate_dataset(
         "prompts": len(ds),
         "coverage": coverage(ds.texts, values),
         "annotations": {a: distribution(labels) for a, labels in ds.annotations.items()},
-        "agreement": agreement(ds, values) if ds.annotations else {},
+        "agreement": agreement(ds, values) if ds.annotations or ds.cells else {},
         "length": {
             "words": describe(words),
             "chars": describe(chars),

@@ -40,12 +40,24 @@ class Enumerate(Strict):
     count: int = Field(10, ge=1, le=500)
     categories: int | None = Field(None, ge=1, le=100)
     category_instruction: str | None = None
+    #: values the team already knows: kept as written, shown to the model as examples, and
+    #: counted toward ``count``
+    seed_values: list[str] = []
+    #: a candidate longer than this many words is rejected (it is a sentence, not a value)
+    max_words: int = Field(4, ge=1, le=30)
+
+
+Verification = Literal["keyword", "llm", "none"]
 
 
 class Dimension(Strict):
     description: str = ""
     values: list[Value] | None = None
     enumerate: Enumerate | None = None
+    #: how a generated prompt is checked against its cell's value of this dimension:
+    #: ``keyword`` (the value, an alias or an inflection appears), ``llm`` (a verifier model
+    #: says yes, for implicit evidence) or ``none``
+    verify: Verification = "keyword"
 
     @field_validator("values", mode="before")
     @classmethod
@@ -69,6 +81,8 @@ class Models(Strict):
     default: str = "local/default"
     define: str | None = None
     generate: str | None = None
+    #: the model that checks prompts of dimensions with ``verify: llm``
+    verify: str | None = None
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     concurrency: int | None = Field(None, ge=1, le=1024)
@@ -123,12 +137,22 @@ class Field_(Strict):
     dimension: str | None = None
 
 
+Reasoning = Literal["full", "brief", "none"]
+RATIONALE_FIELD = "rationale"
+
+
 class Generate(Strict):
     """Step 3: the prompt template and the structured answer it asks for."""
 
     system: str | None = None
     template: str
     fields: list[Field_] = []
+    #: which reasoning fields each query carries: ``full`` (every field of ``fields``, the
+    #: paper's chain of thought), ``brief`` (one short rationale) or ``none`` (the prompt alone)
+    reasoning: Reasoning = "full"
+    #: complete example items rendered as few-shot examples: ``cell`` ({dimension: value}),
+    #: the prompt field, and the reasoning fields of the chosen depth
+    examples: list[dict[str, Any]] = []
     prompt_field: str = Field("prompt", pattern=IDENT)
     prompt_description: str = "the adversarial query itself, as a user would type it"
     min_words: int = Field(3, ge=1)
@@ -222,6 +246,15 @@ def cross_check(r: Recipe) -> list[tuple[Path, str, str]]:
     for section in ("sample", "filters", "weights"):
         for name in getattr(s, section):
             known(name, ("scope", section, name))
+    if s.sample and s.strategy != "per-value":
+        problems.append(
+            (
+                ("scope", "sample"),
+                f"`sample` applies to the per-value strategy only; {s.strategy} assigns one value "
+                "of every dimension to each query by itself",
+                "remove scope.sample, or use strategy: per-value",
+            )
+        )
     for name, k in s.sample.items():
         dim = dims.get(name)
         if dim is None:
@@ -244,6 +277,7 @@ def cross_check(r: Recipe) -> list[tuple[Path, str, str]]:
     for i, f in enumerate(r.generate.fields):
         if f.dimension:
             known(f.dimension, ("generate", "fields", i, "dimension"))
+    problems += _check_examples(r)
     for col, name in r.generate.aart_columns.items():
         if col not in ("crime", "use_case", "region"):
             problems.append(
@@ -271,4 +305,47 @@ def cross_check(r: Recipe) -> list[tuple[Path, str, str]]:
                 "lower min_words or raise max_words",
             )
         )
+    return problems
+
+
+def reasoning_fields(g: Generate) -> list[str]:
+    """Names of the reasoning fields a query carries at the recipe's reasoning depth."""
+    if g.reasoning == "full":
+        return [f.name for f in g.fields]
+    if g.reasoning == "brief":
+        return [RATIONALE_FIELD]
+    return []
+
+
+def _check_examples(r: Recipe) -> list[tuple[Path, str, str]]:
+    g = r.generate
+    problems: list[tuple[Path, str, str]] = []
+    needed = [*reasoning_fields(g), g.prompt_field]
+    for i, ex in enumerate(g.examples):
+        path: Path = ("generate", "examples", i)
+        cell = ex.get("cell")
+        if not isinstance(cell, dict) or not cell:
+            problems.append(
+                (path, "an example needs a `cell` mapping", "add `cell: {dimension: value, ...}`")
+            )
+        else:
+            for dim in cell:
+                if dim not in r.dimensions:
+                    problems.append(
+                        (
+                            (*path, "cell", dim),
+                            f"unknown dimension {dim!r}; the recipe defines: {', '.join(r.dimensions)}",
+                            USE_DIMENSION,
+                        )
+                    )
+        for name in needed:
+            if not isinstance(ex.get(name), str) or not ex[name].strip():
+                problems.append(
+                    (
+                        path,
+                        f"the example has no `{name}` text (reasoning: {g.reasoning} needs "
+                        f"{', '.join(needed)})",
+                        f"add `{name}:` to the example",
+                    )
+                )
     return problems

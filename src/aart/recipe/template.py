@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from .loader import LoadedRecipe
 
 #: what a template may use
-CONTEXT_NAMES = {"application", "values", "dimensions", "n", "fields", "attempt_id"}
+CONTEXT_NAMES = {"application", "values", "cells", "dimensions", "n", "fields", "attempt_id"}
 _ENV = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
 
 

@@ -55,21 +55,16 @@ class AttackConfig:
 
 
 def _records(path: Path, limit: int | None) -> list[dict[str, Any]]:
-    """Prompts with the axis values findings group by: a record's annotated value where it
-    has one, else the attempt's values."""
+    """Prompts with the one value per axis that findings group by (``Dataset.cell_of``): each
+    prompt counts once per axis, so per axis n sums to the judged prompts."""
     ds = load_dataset(path)
     ids: list[str] = []
     if path.suffix == ".jsonl":
         ids = [str(r.get("id", "")) for r in read_jsonl(path)]
     out = []
     for i, text in enumerate(ds.texts[: limit or None]):
-        axes: dict[str, list[str]] = {a: list(rows[i]) for a, rows in ds.axes.items() if rows[i]}
-        for a, labels in ds.annotations.items():
-            label = labels[i]
-            if label:
-                axes[a] = [label]
         rid = (ids[i] if i < len(ids) and ids[i] else "") or f"p{i:06d}"
-        out.append({"index": i, "id": rid, "prompt": text, "axes": axes})
+        out.append({"index": i, "id": rid, "prompt": text, "cell": ds.cell_of(i)})
     return out
 
 
@@ -179,7 +174,7 @@ class Attack:
             if "verdicts" in r and r["verdicts"][self.primary]["violates"] is None
         ]
         errors = [r for r in results if r.get("target_error")]
-        outcomes = [(r["axes"], bool(r["verdicts"][self.primary]["violates"])) for r in judged]
+        outcomes = [(r["cell"], bool(r["verdicts"][self.primary]["violates"])) for r in judged]
         failures = [r for r in judged if r["verdicts"][self.primary]["violates"]]
         severity = [r["verdicts"][self.primary].get("severity") or 0 for r in failures]
         return {
@@ -223,7 +218,7 @@ class Attack:
 def write_regression_dataset(findings: dict[str, Any], path: Path) -> int:
     """The failing prompts, in dataset format, to attack again after the application is fixed."""
     rows = [
-        {"id": r["id"], "prompt": r["prompt"], "axes": r["axes"], "annotations": {}}
+        {"id": r["id"], "prompt": r["prompt"], "cell": r["cell"], "annotations": {}}
         for r in findings["failures"]
     ]
     return write_jsonl(rows, path)

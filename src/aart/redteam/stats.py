@@ -36,15 +36,15 @@ def _worst_first(cells: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def per_value(
-    outcomes: Sequence[tuple[Mapping[str, list[str]], bool]],
+    outcomes: Sequence[tuple[Mapping[str, str], bool]],
 ) -> dict[str, list[dict[str, Any]]]:
-    """For every axis, the rate for every value, worst first."""
+    """For every axis, the rate for every value, worst first. Each outcome carries one value
+    per axis (its cell), so it counts once per axis."""
     tally: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
-    for axes, success in outcomes:
-        for axis, vals in axes.items():
-            for v in set(vals):
-                tally[axis][v][0] += success
-                tally[axis][v][1] += 1
+    for cell, success in outcomes:
+        for axis, v in cell.items():
+            tally[axis][v][0] += success
+            tally[axis][v][1] += 1
     return {
         axis: _worst_first({"value": v, **rate(s, n)} for v, (s, n) in vals.items())
         for axis, vals in tally.items()
@@ -52,19 +52,17 @@ def per_value(
 
 
 def per_pair(
-    outcomes: Sequence[tuple[Mapping[str, list[str]], bool]],
+    outcomes: Sequence[tuple[Mapping[str, str], bool]],
 ) -> dict[str, list[dict[str, Any]]]:
     """For every pair of axes ("a x b"), the rate of every combination seen, worst first."""
     tally: dict[tuple[str, str], dict[tuple[str, str], list[int]]] = defaultdict(
         lambda: defaultdict(lambda: [0, 0])
     )
-    for axes, success in outcomes:
-        for a, b in combinations(sorted(axes), 2):
-            for va in set(axes[a]):
-                for vb in set(axes[b]):
-                    cell = tally[(a, b)][(va, vb)]
-                    cell[0] += success
-                    cell[1] += 1
+    for cell, success in outcomes:
+        for a, b in combinations(sorted(cell), 2):
+            t = tally[(a, b)][(cell[a], cell[b])]
+            t[0] += success
+            t[1] += 1
     return {
         f"{a} x {b}": _worst_first(
             {"value": f"{va} | {vb}", "a": va, "b": vb, **rate(s, n)}

@@ -146,7 +146,7 @@ def attack_html(f: Mapping[str, Any]) -> str:
     )
     for r in f["failures"][:MAX_EXAMPLES]:
         v = r["verdicts"][f["primary_judge"]]
-        axes = "; ".join(f"{k}: {', '.join(vs)}" for k, vs in r["axes"].items())
+        axes = "; ".join(f"{k}: {v}" for k, v in r["cell"].items())
         parts.append(
             f"<h3>{esc(r['id'])}</h3><p class='muted'>{esc(axes)}</p>"
             f"<p><b>prompt</b></p><pre>{esc(r['prompt'])}</pre>"

@@ -51,9 +51,19 @@ def _dataset_html(r: Result) -> str:
         )
         out.append(hbar_chart(list(dist["counts"].items())[:40]))
     if r["agreement"]:
-        rows = [[a, g["checked"], g["agree"], _pct(g["rate"])] for a, g in r["agreement"].items()]
-        out.append("<h3>Annotation agreement (annotated value found in the prompt)</h3>")
-        out.append(table(["axis", "checked", "agree", "rate"], rows))
+        rows = [
+            [a, *(_agreement_cell(g.get(k)) for k in AGREEMENT_KINDS)]
+            for a, g in r["agreement"].items()
+        ]
+        out.append("<h3>Agreement: is the record's value found in its prompt?</h3>")
+        out.append(
+            "<p class='muted'>Keyword match with aliases and inflections. The paper's human "
+            "reviewers found the policy concept in 99.2%, the region in 96.7% and the task "
+            "format in 85.0% of prompts.</p>"
+        )
+        out.append(
+            table(["axis", "cell value in prompt", "annotated value in prompt", "annotation = cell"], rows)
+        )
     h = r["length"]["words_histogram"]
     out.append("<h3>Length (words)</h3>")
     out.append(histogram_chart(h["edges"], h["counts"], xlabel="words per prompt"))
@@ -61,6 +71,13 @@ def _dataset_html(r: Result) -> str:
     div_rows = [[k, "n/a" if v is None else f"{v:.4f}"] for k, v in d.items()]
     out.append("<h3>Diversity</h3>" + table(["metric", "value"], div_rows))
     return "".join(out)
+
+
+AGREEMENT_KINDS = ("cell", "annotation", "annotation_matches_cell")
+
+
+def _agreement_cell(g: Mapping[str, Any] | None) -> str:
+    return "-" if not g else f"{g['agree']}/{g['checked']} ({_pct(g['rate'])})"
 
 
 def evaluation_html(ev: Mapping[str, Any], title: str = "aart evaluation") -> str:
@@ -138,7 +155,12 @@ def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -
                 f"{len(dist['singletons'])} singletons"
             )
         for a, g in r["agreement"].items():
-            out.append(f"- agreement {a}: {g['agree']}/{g['checked']} ({_pct(g['rate'])})")
+            parts = [
+                f"{label} {_agreement_cell(g[k])}"
+                for k, label in zip(AGREEMENT_KINDS, ("cell", "annotation", "annotation=cell"), strict=True)
+                if g.get(k)
+            ]
+            out.append(f"- agreement {a}: {'; '.join(parts)}")
         w = r["length"]["words"]
         if w.get("n"):
             out.append(

@@ -11,18 +11,22 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..cells import attempt_values
 from ..errors import StructuredOutputError
 from ..llm import GenerateConfig, Model, looks_like_refusal
 from ..recipe import Recipe
 from ..runner import run_pool
 from ..store.export import write_csv, write_jsonl, write_parquet
 from ..store.rundir import Run
-from ..textsim import find_duplicates, normalize
+from ..textsim import DuplicateIndex, normalize
 from .prompting import output_fields, output_schema, render_messages
+from .scope import scoped_values
+from .verify import CellVerifier
 
 STAGE = "generate"
 INVALID = "generate.invalid"
 REFUSED = "generate.refused"
+UNFAITHFUL = "generate.unfaithful"
 AART_COLUMNS = [
     "crime",
     "use_case",
@@ -49,14 +53,23 @@ class GenerateStats:
     refused_calls: int = 0
     invalid_calls: int = 0  # answers that never parsed as JSON, after the re-asks
     missing_items: int = 0  # queries an answer left out
+    unfaithful_items: int = 0  # valid items that failed verification against their cell
     exact_duplicates: int = 0
     near_duplicates: int = 0
     prompts: int = 0
     invalid_reasons: dict[str, int] = field(default_factory=dict)
+    #: per dimension: how many valid items were checked against their cell and how many passed
+    faithfulness: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rejection_reasons: dict[str, int] = field(default_factory=dict)
 
     @property
     def valid_rate(self) -> float:
         return self.valid_items / self.items if self.items else 0.0
+
+    @property
+    def rejection_rate(self) -> float:
+        """Share of valid items kept out of the dataset for not embodying their cell."""
+        return self.unfaithful_items / self.valid_items if self.valid_items else 0.0
 
     @property
     def shortfall(self) -> int:
@@ -65,15 +78,20 @@ class GenerateStats:
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["valid_rate"] = round(self.valid_rate, 4)
+        d["rejection_rate"] = round(self.rejection_rate, 4)
         d["shortfall"] = self.shortfall
         return d
 
 
-def job_id(attempt: dict[str, Any], round_: int, queries: int) -> str:
-    digest = hashlib.sha1(
-        json.dumps([attempt["values"], queries, round_], sort_keys=True).encode()
-    ).hexdigest()[:10]
-    return f"{attempt['id']}:r{round_}:{digest}"
+def job_id(attempt_id: str, round_: int, cells: list[tuple[int, dict[str, str]]]) -> str:
+    digest = hashlib.sha1(json.dumps([cells, round_], sort_keys=True).encode()).hexdigest()[:10]
+    return f"{attempt_id}:r{round_}:{digest}"
+
+
+def job_seed(base: int, attempt_id: str, round_: int) -> int:
+    """Identical attempts never send identical requests: the seed depends on the attempt."""
+    digest = hashlib.sha1(f"{attempt_id}:{round_}".encode()).digest()
+    return (base + int.from_bytes(digest[:4], "big")) % (2**31)
 
 
 def _canonical(value: Any, allowed: list[str]) -> str | None:
@@ -123,24 +141,33 @@ def _items_of(parsed: Any) -> list[Any]:
     return parsed if isinstance(parsed, list) else []
 
 
+def _unfaithful_reason(cell: dict[str, str], checks: dict[str, bool]) -> str:
+    failed = [d for d, ok in checks.items() if not ok]
+    return "; ".join(f"{d}: {cell[d]!r} not found" for d in failed)
+
+
 class Generator:
-    def __init__(self, run: Run, model: Model, progress: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        run: Run,
+        model: Model,
+        progress: Callable[[], None] | None = None,
+        verifier: CellVerifier | None = None,
+    ) -> None:
         self.run = run
         self.model = model
         self.progress = progress
         self.recipe = run.recipe
         self.blueprint = run.read_blueprint()
-
-    def _config(self, round_: int) -> GenerateConfig:
-        g = self.recipe.generate
-        return GenerateConfig(g.temperature, g.max_tokens, g.seed + 1009 * round_)
+        self.verifier = verifier or CellVerifier(self.recipe, scoped_values(run))
 
     async def _work(self, job: tuple[str, dict[str, Any]]) -> None:
         jid, payload = job
         attempt, round_ = payload["attempt"], payload["round"]
+        indices: list[int] = payload["cell_index"]
         g = self.recipe.generate
         msgs = render_messages(self.recipe, attempt)
-        cfg = self._config(round_)
+        cfg = GenerateConfig(g.temperature, g.max_tokens, job_seed(g.seed, attempt["id"], round_))
         records: list[tuple[str, str, dict[str, Any]]] = []
         try:
             out = await self.model.generate(
@@ -173,13 +200,28 @@ class Generator:
             records.append(
                 (f"{jid}:call", REFUSED, {"reason": "refusal", "raw_text": out.text[:2000]})
             )
-        for i, item in enumerate(items[: attempt["queries"]]):
+        valid: list[tuple[int, dict[str, str], dict[str, Any]]] = []
+        seen = DuplicateIndex(g.near_duplicate_threshold)
+        for pos, item in enumerate(items[: len(indices)]):
+            index, cell = indices[pos], attempt["cells"][pos]
             clean, reason = validate_item(self.recipe, attempt, item)
-            rid = f"{jid}:{i}"
+            if clean is not None:
+                dup = seen.check(clean[g.prompt_field])
+                if dup is not None:
+                    clean, reason = None, f"{dup[0]} duplicate within the answer"
+                else:
+                    seen.add(clean[g.prompt_field], pos)
+            rid = f"{jid}:{index}"
             if clean is None:
                 stage = REFUSED if reason == "refusal" else INVALID
-                records.append((rid, stage, {"reason": reason, "item": item}))
+                records.append((rid, stage, {"reason": reason, "item": item, "cell": cell}))
                 continue
+            valid.append((index, cell, clean))
+        checks = await self.verifier.check(
+            [(clean[g.prompt_field], cell) for _, cell, clean in valid], tag=f"{jid}:verify"
+        )
+        for (index, cell, clean), passed in zip(valid, checks, strict=True):
+            rid = f"{jid}:{index}"
             annotations = {
                 f["dimension"]: clean[f["name"]]
                 for f in output_fields(self.recipe)
@@ -188,10 +230,19 @@ class Generator:
             record = {"id": rid, "prompt": clean[g.prompt_field]}
             record.update({k: v for k, v in clean.items() if k != g.prompt_field})
             record.update(
-                {"axes": attempt["values"], "annotations": annotations, "provenance": prov}
+                {
+                    "cell": cell,
+                    "annotations": annotations,
+                    "verified": passed,
+                    "provenance": {**prov, "cell_index": index},
+                }
             )
-            records.append((rid, STAGE, record))
-        missing = attempt["queries"] - len(items)
+            if all(passed.values()):
+                records.append((rid, STAGE, record))
+            else:
+                record["reason"] = _unfaithful_reason(cell, passed)
+                records.append((rid, UNFAITHFUL, record))
+        missing = len(indices) - len(items)
         if missing > 0 and items:
             records.append(
                 (f"{jid}:short", INVALID, {"reason": "queries missing", "missing": missing})
@@ -203,59 +254,115 @@ class Generator:
         if self.progress:
             self.progress()
 
-    def _add_round(self, round_: int, needs: dict[str, int]) -> int:
+    def _add_round(self, round_: int, needs: dict[str, list[int]], avoid: dict[str, Any]) -> int:
+        """Queue one job per attempt for the cells it still needs; returns how many."""
         by_id = {a["id"]: a for a in self.blueprint}
-        jobs = [
-            (
-                job_id(by_id[aid], round_, n),
-                {"attempt": {**by_id[aid], "queries": n}, "round": round_},
-            )
-            for aid, n in needs.items()
-            if n > 0
-        ]
+        jobs = []
+        for aid, indices in needs.items():
+            if not indices:
+                continue
+            a = by_id[aid]
+            cells = [a["cells"][i] for i in indices]
+            sub = {
+                "id": aid,
+                "cells": cells,
+                "values": attempt_values(cells),
+                "queries": len(cells),
+            }
+            hints = {
+                str(pos): avoid[aid][i]
+                for pos, i in enumerate(indices)
+                if avoid.get(aid, {}).get(i)
+            }
+            if hints:
+                sub["avoid"] = hints
+            jid = job_id(aid, round_, list(zip(indices, cells, strict=True)))
+            jobs.append((jid, {"attempt": sub, "round": round_, "cell_index": indices}))
         self.run.db.add_jobs(STAGE, jobs)
         return len(jobs)
 
     def _current_job_ids(self) -> set[str]:
-        rows = self.run.db.conn.execute("SELECT id, payload FROM jobs WHERE stage=?", (STAGE,))
-        ids = {a["id"]: a for a in self.blueprint}
+        """Jobs whose cells all still stand, at the same place, in the current blueprint."""
+        by_id = {a["id"]: a for a in self.blueprint}
         out = set()
-        for jid, payload in rows:
-            p = json.loads(payload)
-            a = ids.get(p["attempt"]["id"])
-            if a is not None and p["attempt"]["values"] == a["values"]:
+        for jid, payload in self.run.db.job_payloads(STAGE):
+            sub = payload.get("attempt", {})
+            a = by_id.get(sub.get("id"))
+            if a is None or "cell_index" not in payload:
+                continue
+            cells = a["cells"]
+            if all(
+                i < len(cells) and cells[i] == c
+                for i, c in zip(payload["cell_index"], sub["cells"], strict=True)
+            ):
                 out.add(jid)
         return out
 
-    def dataset(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], GenerateStats]:
-        """Valid records of the current blueprint in blueprint order, deduplicated."""
+    def dataset(
+        self,
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], GenerateStats, dict[str, Any]]:
+        """One faithful, non-duplicate record per cell of the current blueprint (in blueprint
+        order), the duplicates left out, the stats, and per attempt and cell the prompts a
+        top-up should not repeat."""
         jobs = self._current_job_ids()
         order = {a["id"]: i for i, a in enumerate(self.blueprint)}
+        cells = {a["id"]: a["cells"] for a in self.blueprint}
 
         def key(r: dict[str, Any]) -> tuple[int, int, int]:
             p = r["provenance"]
-            return order[p["attempt_id"]], p["round"], int(r["id"].rsplit(":", 1)[1])
+            return order[p["attempt_id"]], p["cell_index"], p["round"]
 
-        records = sorted(self.run.db.records(STAGE, jobs), key=key)
-        dups = find_duplicates(
-            [r["prompt"] for r in records], self.recipe.generate.near_duplicate_threshold
+        candidates = sorted(
+            (
+                r
+                for r in self.run.db.records(STAGE, jobs)
+                if r["provenance"]["cell_index"] < len(cells[r["provenance"]["attempt_id"]])
+            ),
+            key=key,
         )
-        dup_index = {i: (j, kind) for i, j, kind in dups}
-        kept = [r for i, r in enumerate(records) if i not in dup_index]
-        duplicates = [
-            {
-                "id": records[i]["id"],
-                "prompt": records[i]["prompt"],
-                "kind": kind,
-                "duplicate_of": records[j]["id"],
-            }
-            for i, (j, kind) in dup_index.items()
-        ]
+        index = DuplicateIndex(self.recipe.generate.near_duplicate_threshold)
+        kept: list[dict[str, Any]] = []
+        filled: set[tuple[str, int]] = set()
+        duplicates: list[dict[str, Any]] = []
+        avoid: dict[str, dict[int, list[str]]] = {}
+        for r in candidates:
+            p = r["provenance"]
+            slot = (p["attempt_id"], p["cell_index"])
+            if slot in filled:
+                continue
+            dup = index.check(r["prompt"])
+            if dup is not None:
+                original = kept[dup[1]]
+                duplicates.append(
+                    {
+                        "id": r["id"],
+                        "prompt": r["prompt"],
+                        "kind": dup[0],
+                        "duplicate_of": original["id"],
+                    }
+                )
+                avoid.setdefault(slot[0], {}).setdefault(slot[1], []).append(original["prompt"])
+                continue
+            index.add(r["prompt"], len(kept))
+            kept.append(r)
+            filled.add(slot)
+        stats = self._stats(jobs, candidates, kept, duplicates)
+        return kept, duplicates, stats, avoid
+
+    def _stats(
+        self,
+        jobs: set[str],
+        candidates: list[dict[str, Any]],
+        kept: list[dict[str, Any]],
+        duplicates: list[dict[str, Any]],
+    ) -> GenerateStats:
         stats = GenerateStats(attempts=len(self.blueprint))
         stats.requested = sum(a["queries"] for a in self.blueprint)
         invalid = list(self.run.db.records(INVALID, jobs))
         refused = list(self.run.db.records(REFUSED, jobs))
-        stats.valid_items = len(records)
+        unfaithful = list(self.run.db.records(UNFAITHFUL, jobs))
+        stats.unfaithful_items = len(unfaithful)
+        stats.valid_items = len(candidates) + len(unfaithful)
         stats.invalid_items = sum(1 for r in invalid if "item" in r)
         stats.refused_items = sum(1 for r in refused if "item" in r)
         stats.refused_calls = sum(1 for r in refused if "item" not in r)
@@ -263,32 +370,51 @@ class Generator:
         stats.missing_items = sum(r.get("missing", 0) for r in invalid)
         stats.items = stats.valid_items + stats.invalid_items + stats.refused_items
         stats.invalid_reasons = dict(Counter(r["reason"].split(" (")[0][:60] for r in invalid))
+        stats.rejection_reasons = dict(
+            Counter(f"{d} not found" for r in unfaithful for d, ok in r["verified"].items() if not ok)
+        )
+        methods = {name: dim.verify for name, dim in self.recipe.dimensions.items()}
+        tally: dict[str, list[int]] = {}
+        for r in [*candidates, *unfaithful]:
+            for d, ok in r.get("verified", {}).items():
+                t = tally.setdefault(d, [0, 0])
+                t[0] += 1
+                t[1] += bool(ok)
+        stats.faithfulness = {
+            d: {
+                "method": methods.get(d, "keyword"),
+                "checked": tally.get(d, [0, 0])[0],
+                "passed": tally.get(d, [0, 0])[1],
+                "rate": round(tally[d][1] / tally[d][0], 4) if tally.get(d, [0])[0] else None,
+            }
+            for d in self.recipe.dimensions
+        }
         stats.exact_duplicates = sum(1 for d in duplicates if d["kind"] == "exact")
         stats.near_duplicates = len(duplicates) - stats.exact_duplicates
         stats.prompts = len(kept)
-        stats.jobs, stats.topup_jobs = self.run.db.conn.execute(
-            "SELECT COUNT(*), COALESCE(SUM(json_extract(payload, '$.round') > 0), 0) FROM jobs"
-            " WHERE stage=? AND id IN (SELECT value FROM json_each(?))",
-            (STAGE, json.dumps(sorted(jobs))),
-        ).fetchone()
-        return kept, duplicates, stats
+        stats.jobs = len(jobs)
+        stats.topup_jobs = sum(1 for j in jobs if ":r0:" not in j)
+        return stats
 
-    def _needs(self, kept: list[dict[str, Any]]) -> dict[str, int]:
-        have = Counter(r["provenance"]["attempt_id"] for r in kept)
-        return {a["id"]: a["queries"] - have[a["id"]] for a in self.blueprint}
+    def _needs(self, kept: list[dict[str, Any]]) -> dict[str, list[int]]:
+        have = {(r["provenance"]["attempt_id"], r["provenance"]["cell_index"]) for r in kept}
+        return {
+            a["id"]: [i for i in range(a["queries"]) if (a["id"], i) not in have]
+            for a in self.blueprint
+        }
 
     async def run_all(self) -> GenerateStats:
-        self._add_round(0, {a["id"]: a["queries"] for a in self.blueprint})
+        self._add_round(0, {a["id"]: list(range(a["queries"])) for a in self.blueprint}, {})
         for round_ in range(self.recipe.generate.max_topups + 1):
             await run_pool(self.run.db.pending_jobs(STAGE), self._work, self.model.concurrency)
             if round_ == self.recipe.generate.max_topups:
                 break
-            kept, _, _ = self.dataset()
-            # Refusals, invalid items and duplicates are made up by top-up attempts, so the
-            # dataset does not shrink silently.
-            if not self._add_round(round_ + 1, self._needs(kept)):
+            kept, _, _, avoid = self.dataset()
+            # Refusals, invalid and unfaithful items and duplicates are made up by top-up
+            # attempts for their cells, so the dataset does not shrink silently.
+            if not self._add_round(round_ + 1, self._needs(kept), avoid):
                 break
-        kept, duplicates, stats = self.dataset()
+        kept, duplicates, stats, _ = self.dataset()
         self.write_outputs(kept, duplicates, stats)
         return stats
 
@@ -306,10 +432,14 @@ class Generator:
 
 
 def flatten_record(r: dict[str, Any]) -> dict[str, Any]:
-    """One flat row for CSV and Parquet: axes joined with '; ', provenance prefixed."""
-    row = {k: v for k, v in r.items() if k not in ("axes", "annotations", "provenance")}
-    for axis, vals in r["axes"].items():
-        row[f"axis_{axis}"] = "; ".join(vals)
+    """One flat row for CSV and Parquet: ``cell_<dim>``, ``annotated_<dim>``,
+    ``verified_<dim>`` and ``provenance_<key>`` columns."""
+    nested = ("cell", "annotations", "verified", "provenance")
+    row = {k: v for k, v in r.items() if k not in nested}
+    for axis, v in r["cell"].items():
+        row[f"cell_{axis}"] = v
+    for axis, ok in r.get("verified", {}).items():
+        row[f"verified_{axis}"] = ok
     for axis, v in r["annotations"].items():
         row[f"annotated_{axis}"] = v
     for k, v in r["provenance"].items():
@@ -324,14 +454,19 @@ def aart_row(recipe: Recipe, r: dict[str, Any]) -> dict[str, Any]:
         cols["crime"] = recipe.scope.primary
     row = {c: r.get(c, "") for c in AART_COLUMNS}
     for col, dim in cols.items():
-        row[col] = ", ".join(r["axes"].get(dim, []))
+        row[col] = r["cell"].get(dim, "")
     if not row["medium_keyword"] and "use_case" in cols:
-        row["medium_keyword"] = r["annotations"].get(cols["use_case"], "")
+        row["medium_keyword"] = r["annotations"].get(cols["use_case"]) or row["use_case"]
     return row
 
 
 async def generate_run(
-    run: Run, model: Model, progress: Callable[[], None] | None = None
+    run: Run,
+    model: Model,
+    progress: Callable[[], None] | None = None,
+    verifier_model: Model | None = None,
 ) -> GenerateStats:
-    """Run Step 3 for the run's blueprint (resuming finished jobs) and write the dataset."""
-    return await Generator(run, model, progress).run_all()
+    """Run Step 3 for the run's blueprint (resuming finished jobs), verify every prompt against
+    its cell, and write the dataset."""
+    verifier = CellVerifier(run.recipe, scoped_values(run), verifier_model)
+    return await Generator(run, model, progress, verifier).run_all()

@@ -1,20 +1,26 @@
-"""Data-mix strategies: pure functions from value lists to attempts (lists of axis values).
+"""Data-mix strategies: pure functions from value lists to *cells*, grouped into attempts.
 
-- per_value: the paper's scheme; N attempts per value of a primary axis, k sampled values of
-  each other axis per attempt.
-- balanced: every value of every axis is used as equally as possible (per axis, use counts
-  differ by at most 1 when unweighted).
-- pairwise: every pair of values across the chosen axes appears in at least one attempt.
+A cell is one query's blueprint: exactly one value of every dimension. An attempt is one
+generation call that asks for several cells at once, so the instructions are paid once. The
+strategies' guarantees hold over cells (queries), not over attempts:
+
+- per_value: the paper's scheme; every value of the primary axis gets the same number of cells
+  (attempts_per_value x queries); each attempt samples k values of every other axis and deals
+  them round-robin to its cells.
+- balanced: over all cells, every value of every axis is used as equally as possible (per axis,
+  use counts differ by at most 1 when unweighted).
+- pairwise: every pair of values across the chosen axes appears in at least one cell.
 """
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Mapping, Sequence
 from itertools import combinations
 
-Attempt = dict[str, list[str]]
+from ..cells import Cell
+
+Attempt = list[Cell]
 
 
 def _weighted_sample(
@@ -32,6 +38,11 @@ def _weighted_sample(
     return sorted(chosen)
 
 
+def chunk(cells: Sequence[Cell], queries: int) -> list[Attempt]:
+    """Group cells into attempts of ``queries`` cells (the last may be smaller)."""
+    return [list(cells[i : i + queries]) for i in range(0, len(cells), queries)]
+
+
 def per_value(
     values: Mapping[str, Sequence[str]],
     primary: str,
@@ -39,90 +50,80 @@ def per_value(
     sample: Mapping[str, int],
     weights: Mapping[str, Mapping[str, float]],
     seed: int,
+    queries: int,
 ) -> list[Attempt]:
     rng = random.Random(seed)
     out: list[Attempt] = []
     for v in values[primary]:
         n = max(1, round(attempts_per_value * weights.get(primary, {}).get(v, 1.0)))
         for _ in range(n):
-            attempt: Attempt = {primary: [v]}
-            for axis, vals in values.items():
-                if axis != primary:
-                    attempt[axis] = _weighted_sample(
-                        rng, vals, sample.get(axis, 1), weights.get(axis, {})
-                    )
-            out.append(attempt)
+            sampled = {
+                axis: _weighted_sample(rng, vals, sample.get(axis, 1), weights.get(axis, {}))
+                for axis, vals in values.items()
+                if axis != primary
+            }
+            # Deal each axis's sampled values round-robin from a random start, so an attempt
+            # uses them evenly and the first value is not always favoured.
+            offsets = {axis: rng.randrange(len(vals)) for axis, vals in sampled.items()}
+            cells: Attempt = []
+            for q in range(queries):
+                cell = {
+                    axis: (v if axis == primary else sampled[axis][(q + offsets[axis]) % len(sampled[axis])])
+                    for axis in values
+                }
+                cells.append(cell)
+            out.append(cells)
     return out
 
 
 def _quotas(
-    rng: random.Random, vals: Sequence[str], slots: int, cap: int, weights: Mapping[str, float]
+    rng: random.Random, vals: Sequence[str], slots: int, weights: Mapping[str, float]
 ) -> dict[str, int]:
     """Split ``slots`` uses among values in proportion to weight (largest remainder, ties in
-    seeded random order), no value above ``cap``. Unweighted, counts differ by at most 1."""
+    seeded random order). Unweighted, counts differ by at most 1."""
     order = list(vals)
     rng.shuffle(order)
     w = {v: max(weights.get(v, 1.0), 0.0) or 1e-9 for v in order}
-    quota = dict.fromkeys(order, 0)
-    left = slots
-    open_ = [v for v in order]
-    while left > 0 and open_:
-        total = sum(w[v] for v in open_)
-        raw = {v: left * w[v] / total for v in open_}
-        give = {v: min(int(raw[v]), cap - quota[v]) for v in open_}
-        rest = left - sum(give.values())
-        for v in sorted(open_, key=lambda v: -(raw[v] - int(raw[v])))[:rest]:
-            if quota[v] + give[v] < cap:
-                give[v] += 1
-        for v in open_:
-            quota[v] += give[v]
-        left = slots - sum(quota.values())
-        open_ = [v for v in open_ if quota[v] < cap]
+    total = sum(w.values())
+    raw = {v: slots * w[v] / total for v in order}
+    quota = {v: int(raw[v]) for v in order}
+    rest = slots - sum(quota.values())
+    for v in sorted(order, key=lambda v: -(raw[v] - int(raw[v])))[:rest]:
+        quota[v] += 1
     return quota
-
-
-def _balanced_axis(
-    rng: random.Random, vals: Sequence[str], k: int, n_attempts: int, weights: Mapping[str, float]
-) -> list[list[str]]:
-    """Deal quotas into n_attempts groups of k distinct values: each attempt takes the k values
-    with the most uses left, which always succeeds when no quota exceeds n_attempts."""
-    remaining = _quotas(rng, vals, n_attempts * k, n_attempts, weights)
-    groups = []
-    for _ in range(n_attempts):
-        pick = sorted(remaining, key=lambda v: (-remaining[v], rng.random()))[:k]
-        for v in pick:
-            remaining[v] -= 1
-        groups.append(sorted(pick))
-    return groups
 
 
 def balanced(
     values: Mapping[str, Sequence[str]],
-    sample: Mapping[str, int],
     attempts: int | None,
+    queries: int,
     weights: Mapping[str, Mapping[str, float]],
     seed: int,
 ) -> list[Attempt]:
+    """``attempts`` x ``queries`` cells (by default just enough cells for every value of the
+    largest axis to appear once); per axis, quotas dealt in a seeded random order."""
     rng = random.Random(seed)
-    ks = {axis: min(sample.get(axis, 1), len(vals)) for axis, vals in values.items()}
-    n = attempts or max(math.ceil(len(vals) / ks[axis]) for axis, vals in values.items())
-    per_axis = {
-        axis: _balanced_axis(rng, vals, ks[axis], n, weights.get(axis, {}))
-        for axis, vals in values.items()
-    }
-    return [{axis: per_axis[axis][i] for axis in values} for i in range(n)]
+    n_cells = attempts * queries if attempts else max(len(vals) for vals in values.values())
+    columns: dict[str, list[str]] = {}
+    for axis, vals in values.items():
+        quota = _quotas(rng, vals, n_cells, weights.get(axis, {}))
+        column = [v for v, k in quota.items() for _ in range(k)]
+        rng.shuffle(column)
+        columns[axis] = column
+    cells = [{axis: columns[axis][i] for axis in values} for i in range(n_cells)]
+    return chunk(cells, queries)
 
 
 def pairwise(
     values: Mapping[str, Sequence[str]],
     axes: Sequence[str],
-    sample: Mapping[str, int],
+    queries: int,
     weights: Mapping[str, Mapping[str, float]],
     seed: int,
     candidates: int = 24,
 ) -> list[Attempt]:
-    """Greedy covering array (AETG style): each new attempt is the best of several random
-    candidates at covering still-uncovered pairs. Axes outside ``axes`` are sampled."""
+    """Greedy covering array (AETG style) over cells: each new cell is the best of several
+    random candidates at covering still-uncovered pairs. Axes outside ``axes`` are sampled."""
     rng = random.Random(seed)
     axes = list(axes)
     uncovered: set[tuple[str, str, str, str]] = set()
@@ -144,7 +145,6 @@ def pairwise(
             n += pair in uncovered
         return n
 
-    out: list[Attempt] = []
     if len(axes) == 1:
         cases: list[dict[str, str]] = [{axes[0]: v} for v in values[axes[0]]]
     else:
@@ -168,12 +168,11 @@ def pairwise(
             assert best is not None
             uncovered -= pairs_of(best)
             cases.append(best)
+    cells: list[Cell] = []
     for case in cases:
-        attempt: Attempt = {axis: [case[axis]] for axis in axes}
+        cell = dict(case)
         for axis, vals in values.items():
-            if axis not in attempt:
-                attempt[axis] = _weighted_sample(
-                    rng, vals, sample.get(axis, 1), weights.get(axis, {})
-                )
-        out.append({axis: attempt[axis] for axis in values})
-    return out
+            if axis not in cell:
+                cell[axis] = _weighted_sample(rng, vals, 1, weights.get(axis, {}))[0]
+        cells.append({axis: cell[axis] for axis in values})
+    return chunk(cells, queries)

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..cells import attempt_values
 from ..errors import BudgetError, UsageError
 from ..llm import Usage, estimate_tokens
 from ..recipe import Recipe, Value
@@ -54,9 +55,20 @@ def scoped_values(run: Run) -> dict[str, list[Value]]:
     return out
 
 
-def attempt_id(index: int, values: dict[str, list[str]], queries: int) -> str:
-    digest = hashlib.sha1(json.dumps([values, queries], sort_keys=True).encode()).hexdigest()
+def attempt_id(index: int, cells: list[dict[str, str]]) -> str:
+    digest = hashlib.sha1(json.dumps(cells, sort_keys=True).encode()).hexdigest()
     return f"a{index:05d}-{digest[:8]}"
+
+
+def make_attempt(index: int, cells: list[dict[str, str]], **extra: Any) -> dict[str, Any]:
+    """One blueprint line: its cells (one per query), the values they use, and the count."""
+    return {
+        "id": attempt_id(index, cells),
+        "cells": cells,
+        "values": attempt_values(cells),
+        "queries": len(cells),
+        **extra,
+    }
 
 
 def build_blueprint(recipe: Recipe, values: dict[str, list[str]]) -> list[dict[str, Any]]:
@@ -67,23 +79,17 @@ def build_blueprint(recipe: Recipe, values: dict[str, list[str]]) -> list[dict[s
                 f"scope.sample.{axis} asks for {k} values per attempt but {axis!r} has only "
                 f"{len(values[axis])}; lower it or add values"
             )
+    q = s.queries_per_attempt
     if s.strategy == "per-value":
         assert s.primary is not None
         attempts = mix.per_value(
-            values, s.primary, s.attempts_per_value, s.sample, s.weights, s.seed
+            values, s.primary, s.attempts_per_value, s.sample, s.weights, s.seed, q
         )
     elif s.strategy == "balanced":
-        attempts = mix.balanced(values, s.sample, s.attempts, s.weights, s.seed)
+        attempts = mix.balanced(values, s.attempts, q, s.weights, s.seed)
     else:
-        attempts = mix.pairwise(values, s.axes or list(values), s.sample, s.weights, s.seed)
-    return [
-        {
-            "id": attempt_id(i, a, s.queries_per_attempt),
-            "values": a,
-            "queries": s.queries_per_attempt,
-        }
-        for i, a in enumerate(attempts, start=1)
-    ]
+        attempts = mix.pairwise(values, s.axes or list(values), q, s.weights, s.seed)
+    return [make_attempt(i, cells) for i, cells in enumerate(attempts, start=1)]
 
 
 @dataclass
@@ -101,15 +107,16 @@ class Plan:
 
     def summary_lines(self) -> list[str]:
         lines = [
-            f"attempts: {self.attempts}   expected prompts: {self.expected_prompts}",
+            f"attempts: {self.attempts}   cells: {self.expected_prompts} (one prompt each)",
             f"estimated: {self.calls} calls, {self.prompt_tokens + self.completion_tokens:,} tokens "
             f"({self.prompt_tokens:,} in, {self.completion_tokens:,} out), ${self.cost:.4f} on {self.model}",
         ]
         for axis, c in self.uses.items():
             counts = sorted(c.values())
-            lines.append(
-                f"  {axis}: {len(c)} values, uses per value min {counts[0]} max {counts[-1]}"
-            )
+            if counts:
+                lines.append(
+                    f"  {axis}: {len(c)} values, queries per value min {counts[0]} max {counts[-1]}"
+                )
         return lines
 
 
@@ -121,8 +128,9 @@ def estimate(run: Run, blueprint: list[dict[str, Any]], model_name: str) -> Plan
         completion += completion_estimate(recipe, a["queries"])
     uses: dict[str, Counter[str]] = {axis: Counter() for axis in recipe.dimensions}
     for a in blueprint:
-        for axis, vals in a["values"].items():
-            uses.setdefault(axis, Counter()).update(vals)
+        for cell in a["cells"]:
+            for axis, v in cell.items():
+                uses.setdefault(axis, Counter())[v] += 1
     cost = price_for(recipe, model_name).cost(Usage(prompt_tokens, completion))
     return Plan(
         len(blueprint),

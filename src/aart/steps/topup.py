@@ -12,7 +12,7 @@ from ..errors import UsageError
 from ..evaluate.coverage import coverage
 from ..store.export import read_jsonl
 from ..store.rundir import Run
-from .scope import attempt_id, scoped_values
+from .scope import make_attempt, scoped_values
 
 
 def under_covered(
@@ -49,21 +49,13 @@ def topup_run(
         gaps[axis] = under_covered(cov[axis]["counts"], len(texts), min_count, min_share)
         for v in gaps[axis]:
             for _ in range(attempts_per_value):
-                combo = {axis: [v]}
-                for other, vals in values.items():
-                    if other != axis:
-                        k = min(s.sample.get(other, 1), len(vals))
-                        combo[other] = sorted(x.value for x in rng.sample(vals, k))
-                combo = {a: combo[a] for a in values}
+                # every cell holds the gap's value; the other axes vary from cell to cell
+                cells = [
+                    {a: v if a == axis else rng.choice(vals).value for a, vals in values.items()}
+                    for _ in range(s.queries_per_attempt)
+                ]
                 index = len(blueprint) + len(new) + 1
-                new.append(
-                    {
-                        "id": attempt_id(index, combo, s.queries_per_attempt),
-                        "values": combo,
-                        "queries": s.queries_per_attempt,
-                        "topup_for": {axis: v},
-                    }
-                )
+                new.append(make_attempt(index, cells, topup_for={axis: v}))
     lines = "".join(json.dumps(a, ensure_ascii=False) + "\n" for a in new)
     run.path("topup.jsonl").write_text(lines, encoding="utf-8")
     with run.path("blueprint.jsonl").open("a", encoding="utf-8") as f:

@@ -161,6 +161,13 @@ class RunDB:
                 last = rowid
                 yield jid, json.loads(payload)
 
+    def job_payloads(self, stage: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every job of ``stage`` with its payload, done or not."""
+        for jid, payload in self.conn.execute(
+            "SELECT id, payload FROM jobs WHERE stage=? ORDER BY rowid", (stage,)
+        ):
+            yield jid, json.loads(payload)
+
     def complete_job(self, job_id: str, records: list[tuple[str, str, dict[str, Any]]]) -> None:
         """Store a job's records, given as (id, stage, data), and mark the job done, atomically;
         records already stored (same id) are ignored, so a repeated job never duplicates."""

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from ..cells import normalize_attempt
 from ..errors import UsageError
 from ..recipe import LoadedRecipe, Recipe, Value, load_recipe
 from .db import RunDB
@@ -92,7 +93,14 @@ class Run:
     def dimension_path(self, name: str) -> Path:
         return self.root / "dimensions" / f"{name}.yaml"
 
-    def write_dimension(self, name: str, values: list[Value]) -> Path:
+    def write_dimension(
+        self,
+        name: str,
+        values: list[Value],
+        *,
+        rejected: list[dict[str, str]] | None = None,
+        short: int = 0,
+    ) -> Path:
         path = self.dimension_path(name)
         path.parent.mkdir(parents=True, exist_ok=True)
         entries: list[Any] = []
@@ -106,9 +114,13 @@ class Run:
             f"# Dimension `{name}` of run {self.id}: edit, add or delete values, then run\n"
             f"# `aart scope {self.root}`. Entries are a value, or value/aliases/category.\n"
         )
-        body = yaml.safe_dump(
-            {"description": desc, "values": entries}, sort_keys=False, allow_unicode=True
-        )
+        if short:
+            header += f"# SHORT by {short}: Step 1 found fewer values than the recipe asks for.\n"
+        doc: dict[str, Any] = {"description": desc, "values": entries}
+        if rejected:
+            # Kept for review: candidates Step 1 refused, with the reason. Never used.
+            doc["rejected"] = rejected
+        body = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(header + body, encoding="utf-8")
         tmp.replace(path)
@@ -132,9 +144,6 @@ class Run:
             raise UsageError(f"{path}: the value list is empty; add values or widen the filters")
         return values
 
-    def has_dimensions(self) -> bool:
-        return all(self.dimension_path(n).exists() for n in self.recipe.dimensions)
-
     def read_blueprint(self) -> list[dict[str, Any]]:
         path = self.path("blueprint.jsonl")
         if not path.exists():
@@ -144,11 +153,8 @@ class Run:
             if not line.strip():
                 continue
             try:
-                a = json.loads(line)
-                if not isinstance(a.get("values"), dict) or not a.get("id"):
-                    raise ValueError("each line needs `id` and a `values` mapping")
-                a["queries"] = int(a.get("queries", self.recipe.scope.queries_per_attempt))
-            except (ValueError, AttributeError) as e:
+                a = normalize_attempt(json.loads(line), self.recipe.scope.queries_per_attempt)
+            except (ValueError, AttributeError, TypeError) as e:
                 raise UsageError(f"{path}:{i}: {e}; fix the line or re-run `aart scope`") from None
             attempts.append(a)
         return attempts

@@ -26,7 +26,7 @@ import threading
 from collections import deque
 from typing import Any
 
-from ..llm.providers.fake import SchemaSynthesizer
+from ..llm.providers.fake import synthesize
 
 
 class FakeOpenAIServer:
@@ -134,7 +134,8 @@ class FakeOpenAIServer:
         msgs = req.get("messages", [])
         seed_text = json.dumps([msgs, req.get("seed")])
         if schema:
-            return json.dumps(SchemaSynthesizer(seed_text).make(schema))
+            prompt = "\n".join(str(m.get("content", "")) for m in msgs)
+            return synthesize(schema, prompt, seed_text)
         if rf.get("type") == "json_object":
             return json.dumps({"answer": "ok"})
         return "fake answer to: " + (msgs[-1]["content"][:100] if msgs else "")

@@ -12,6 +12,7 @@ import asyncio
 import hashlib
 import json
 import random
+import re
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -29,12 +30,27 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-class SchemaSynthesizer:
-    """Builds a deterministic instance of a JSON Schema (the subset aart's steps use)."""
+# A generation prompt names each query's cell on a line "Query N: dim: value; dim: value".
+_CELL_LINE = re.compile(r"^Query \d+: (.+)$", re.M)
 
-    def __init__(self, seed_text: str) -> None:
+
+def cell_contexts(prompt: str) -> list[str]:
+    """The values each query of a generation prompt must embody, one string per query."""
+    return [
+        " ".join(part.partition(": ")[2] for part in line.split("; "))
+        for line in _CELL_LINE.findall(prompt)
+    ]
+
+
+class SchemaSynthesizer:
+    """Builds a deterministic instance of a JSON Schema (the subset aart's steps use). Given
+    ``contexts`` (one per item of the top-level array), item i's texts mention contexts[i], so a
+    fake generator writes prompts faithful to their cells."""
+
+    def __init__(self, seed_text: str, contexts: list[str] | None = None) -> None:
         self.rng = random.Random(hashlib.sha256(seed_text.encode()).digest())
         self.counter = 0
+        self.contexts = contexts or []
 
     def make(self, schema: dict[str, Any], name: str = "value", context: str = "") -> Any:
         if "enum" in schema:
@@ -53,13 +69,17 @@ class SchemaSynthesizer:
             order = sorted(props, key=lambda k: "enum" not in props[k])
             for key in order:
                 chosen = " ".join(str(out[k]) for k in out if "enum" in props[k])
-                out[key] = self.make(props[key], key, chosen)
+                out[key] = self.make(props[key], key, " ".join(filter(None, [context, chosen])))
             return {k: out[k] for k in props}
         if kind == "array":
             lo = schema.get("minItems", 1)
             hi = schema.get("maxItems", max(lo, 3))
             n = max(lo, min(hi, 3))
-            return [self.make(schema.get("items", {}), name, context) for _ in range(n)]
+            contexts, self.contexts = self.contexts, []  # only the outermost array's items
+            return [
+                self.make(schema.get("items", {}), name, contexts[i] if i < len(contexts) else context)
+                for i in range(n)
+            ]
         if kind == "integer":
             return int(schema.get("minimum", 0))
         if kind == "number":
@@ -67,12 +87,10 @@ class SchemaSynthesizer:
         if kind == "boolean":
             return False
         self.counter += 1
+        if not context:  # a short name, e.g. an enumerated value
+            return f"{' '.join(self.rng.sample(WORDS, 2))} {self.counter}"
         words = " ".join(self.rng.sample(WORDS, 3))
-        label = name.replace("_", " ")
-        text = f"{label} {words} {self.counter}"
-        if context:
-            text += f" about {context}"
-        return text
+        return f"{name.replace('_', ' ')} {words} {self.counter} about {context}"
 
 
 class SchemaFakeAPI(ModelAPI):
@@ -89,8 +107,13 @@ class SchemaFakeAPI(ModelAPI):
         if schema is None:
             text = f"[{self.model}] response to: {messages[-1].content[:200]}"
         else:
-            text = json.dumps(SchemaSynthesizer(seed_text).make(schema))
+            text = synthesize(schema, prompt, seed_text)
         return RawResponse(text=text, usage=Usage(_tokens(prompt), _tokens(text)))
+
+
+def synthesize(schema: dict[str, Any], prompt: str, seed_text: str) -> str:
+    """A deterministic, schema-valid JSON answer to ``prompt``, faithful to its cells."""
+    return json.dumps(SchemaSynthesizer(seed_text, cell_contexts(prompt)).make(schema))
 
 
 Script = Any  # str | dict | list | BaseException | Callable[[list[Message], dict|None], Any]
