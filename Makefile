@@ -35,8 +35,8 @@ install: $(VENV)/.installed
 demo: install
 	$(VENV)/bin/aart run aart-demo --size small --out $(DEMO_OUT)
 	$(VENV)/bin/aart evaluate $(DEMO_OUT)/dataset.jsonl --run $(DEMO_OUT) --report $(DEMO_OUT)/evaluation
-	$(VENV)/bin/aart attack $(DEMO_OUT)/dataset.jsonl --target local/default --judge local/default \
-		--max-tokens 200 --out $(DEMO_OUT)/attack
+	$(VENV)/bin/aart attack $(DEMO_OUT)/dataset.jsonl --target local/default --judge refusal \
+		--limit 12 --max-tokens 120 --out $(DEMO_OUT)/attack
 
 test: install
 	$(PY) -m pytest -q

@@ -160,7 +160,11 @@ EVERY_VALUE = "a story, email, poem or how-to on rule breaking, unsafe advice or
 
 def _item(i, fmt, context):
     words = f"{WORDS[i % 12]} {WORDS[(i * 5 + 1) % 12]} {WORDS[(i * 7 + 3) % 12]}"
-    return {"topic": f"topic {i}", "format": fmt, "prompt": f"write a {fmt} on {context}: {words} {i}"}
+    return {
+        "topic": f"topic {i}",
+        "format": fmt,
+        "prompt": f"write a {fmt} on {context}: {words} {i}",
+    }
 
 
 def test_refusals_invalid_items_and_duplicates_are_topped_up(tmp_path):
@@ -191,7 +195,9 @@ def test_refusals_invalid_items_and_duplicates_are_topped_up(tmp_path):
 
     register_script(
         "mixed",
-        ["I'm sorry, but I can't help with that."] * 3 + [repeat_first, mixed, repeat_first] + [good] * 20,
+        ["I'm sorry, but I can't help with that."] * 3
+        + [repeat_first, mixed, repeat_first]
+        + [good] * 20,
     )
     text = (
         MINI_RECIPE.replace("default: fake/test", "default: mixed/x\n  concurrency: 1")
@@ -212,10 +218,14 @@ def test_refusals_invalid_items_and_duplicates_are_topped_up(tmp_path):
     assert s.invalid_reasons["exact duplicate within the answer"] == 1
     assert s.requested == 9 and s.prompts == 9 and s.shortfall == 0
     assert s.topup_jobs >= 2
-    rows = [json.loads(line) for line in (tmp_path / "run" / "dataset.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line) for line in (tmp_path / "run" / "dataset.jsonl").read_text().splitlines()
+    ]
     assert len({r["prompt"] for r in rows}) == 9
     # every cell of the blueprint holds exactly one prompt
-    bp = [json.loads(line) for line in (tmp_path / "run" / "blueprint.jsonl").read_text().splitlines()]
+    bp = [
+        json.loads(line) for line in (tmp_path / "run" / "blueprint.jsonl").read_text().splitlines()
+    ]
     assert sorted(json.dumps(r["cell"], sort_keys=True) for r in rows) == sorted(
         json.dumps(c, sort_keys=True) for a in bp for c in a["cells"]
     )

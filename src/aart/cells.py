@@ -22,8 +22,7 @@ def cells_from_values(values: Mapping[str, Sequence[str]], queries: int) -> list
     """Cells for an attempt that lists only ``values``: each axis's values dealt round-robin,
     so every listed value is used when there are enough queries."""
     return [
-        {axis: vals[q % len(vals)] for axis, vals in values.items() if vals}
-        for q in range(queries)
+        {axis: vals[q % len(vals)] for axis, vals in values.items() if vals} for q in range(queries)
     ]
 
 
@@ -35,8 +34,12 @@ def normalize_attempt(line: dict[str, Any], default_queries: int) -> dict[str, A
         raise ValueError("each line needs an `id`")
     cells = line.get("cells")
     if cells is not None:
-        if not isinstance(cells, list) or not cells or not all(
-            isinstance(c, dict) and all(isinstance(v, str) for v in c.values()) for c in cells
+        if (
+            not isinstance(cells, list)
+            or not cells
+            or not all(
+                isinstance(c, dict) and all(isinstance(v, str) for v in c.values()) for c in cells
+            )
         ):
             raise ValueError("`cells` must be a non-empty list of {dimension: value} mappings")
         queries = int(line.get("queries", len(cells)))

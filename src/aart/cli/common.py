@@ -48,3 +48,53 @@ def echo_kv(pairs: list[tuple[str, Any]]) -> None:
     width = max(len(k) for k, _ in pairs)
     for k, v in pairs:
         click.echo(f"  {k:<{width}}  {v}")
+
+
+def generation_lines(s: Any) -> list[tuple[str, Any]]:
+    """What `aart run` and `aart generate` report about Step 3 (a GenerateStats)."""
+    faithful = ", ".join(
+        f"{dim} {f['passed']}/{f['checked']}"
+        + (f" ({f['rate']:.0%})" if f["rate"] is not None else "")
+        for dim, f in s.faithfulness.items()
+        if f["method"] != "none"
+    )
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(s.rejection_reasons.items()))
+    return [
+        (
+            "prompts",
+            f"{s.prompts} of {s.requested} cells filled"
+            + (f" (SHORT by {s.shortfall})" if s.shortfall else ""),
+        ),
+        ("valid items", f"{s.valid_items}/{s.items} ({s.valid_rate:.1%})"),
+        ("faithful to cell", faithful or "not verified"),
+        (
+            "rejected",
+            f"{s.unfaithful_items} of {s.valid_items} valid items ({s.rejection_rate:.0%})"
+            + (f": {reasons}" if reasons else "")
+            + " (replaced by top-ups)",
+        ),
+        ("duplicates", f"{s.exact_duplicates} exact, {s.near_duplicates} near (removed)"),
+        ("refusals", f"{s.refused_items} items, {s.refused_calls} whole answers (topped up)"),
+        (
+            "unusable",
+            f"{s.invalid_calls} answers without JSON, {s.missing_items} queries left out",
+        ),
+        ("jobs", f"{s.jobs} ({s.topup_jobs} top-up)"),
+    ]
+
+
+def echo_samples(dataset: Any, n: int = 5) -> None:
+    """Print ``n`` prompts spread over the dataset, each with its cell."""
+    from ..store.export import read_jsonl
+
+    if not dataset.exists():
+        return
+    rows = list(read_jsonl(dataset))
+    if not rows:
+        return
+    step = max(1, len(rows) // n)
+    click.echo(f"sample prompts ({min(n, len(rows))} of {len(rows)}):")
+    for r in rows[::step][:n]:
+        cell = "; ".join(f"{k}: {v}" for k, v in (r.get("cell") or {}).items())
+        click.echo(f"  [{cell}]")
+        click.echo(f"    {r['prompt']}")

@@ -8,7 +8,15 @@ import click
 
 from .. import pipeline
 from ..steps.scope import Plan
-from .common import echo_kv, model_option, no_cache_option, progress_bars, size_option
+from .common import (
+    echo_kv,
+    echo_samples,
+    generation_lines,
+    model_option,
+    no_cache_option,
+    progress_bars,
+    size_option,
+)
 
 
 @click.command("run")
@@ -47,21 +55,16 @@ def run_command(
         )
     s, u = result.stats, result.usage
     click.echo(f"\naart run finished in {result.seconds:.1f}s: {result.root}")
+    for name, d in result.define_report.items():
+        if d["short"]:
+            click.echo(
+                f"  Step 1: {name} is SHORT by {d['short']} ({d['values']} of {d['requested']} "
+                f"values; {len(d['rejected'])} candidates rejected, see "
+                f"{result.root}/dimensions/{name}.yaml)"
+            )
     echo_kv(
         [
-            (
-                "prompts",
-                f"{s.prompts} of {s.requested} requested"
-                + (f" (SHORT by {s.shortfall})" if s.shortfall else ""),
-            ),
-            ("valid items", f"{s.valid_items}/{s.items} ({s.valid_rate:.1%})"),
-            ("duplicates", f"{s.exact_duplicates} exact, {s.near_duplicates} near (removed)"),
-            ("refusals", f"{s.refused_items} items, {s.refused_calls} whole answers (topped up)"),
-            (
-                "unusable",
-                f"{s.invalid_calls} answers without JSON, {s.missing_items} queries left out",
-            ),
-            ("jobs", f"{s.jobs} ({s.topup_jobs} top-up)"),
+            *generation_lines(s),
             ("calls", f"{u['calls']} ({u['failed_calls']} failed or invalid)"),
             (
                 "tokens",
@@ -75,3 +78,4 @@ def run_command(
     click.echo("outputs:")
     for name, path in result.outputs.items():
         click.echo(f"  {name:<18} {path}")
+    echo_samples(result.root / "dataset.jsonl")

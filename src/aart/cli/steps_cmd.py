@@ -3,10 +3,20 @@ edit the artifacts in between."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from .. import pipeline
-from .common import echo_kv, model_option, no_cache_option, progress_bars, size_option
+from .common import (
+    echo_kv,
+    echo_samples,
+    generation_lines,
+    model_option,
+    no_cache_option,
+    progress_bars,
+    size_option,
+)
 
 
 @click.command("define")
@@ -49,11 +59,5 @@ def generate_command(run_dir: str, model: str | None, no_cache: bool) -> None:
     with progress_bars() as bars:
         s = pipeline.generate(run_dir, model=model, no_cache=no_cache, progress=bars)
     click.echo(f"dataset: {run_dir}/dataset.jsonl")
-    echo_kv(
-        [
-            ("prompts", f"{s.prompts} of {s.requested} requested"),
-            ("valid items", f"{s.valid_items}/{s.items} ({s.valid_rate:.1%})"),
-            ("duplicates", f"{s.exact_duplicates} exact, {s.near_duplicates} near"),
-            ("refusals", f"{s.refused_items} items, {s.refused_calls} answers"),
-        ]
-    )
+    echo_kv(generation_lines(s))
+    echo_samples(Path(run_dir) / "dataset.jsonl")

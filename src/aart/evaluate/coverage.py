@@ -84,9 +84,7 @@ def agreement(ds: Dataset, values: Mapping[str, Sequence[Value]]) -> dict[str, A
             entry["annotation"] = keyword_agreement(ds.texts, ds.annotations[axis], vals)
         if axis in ds.cells and axis in ds.annotations:
             pairs = [
-                (c, a)
-                for c, a in zip(ds.cells[axis], ds.annotations[axis], strict=True)
-                if c and a
+                (c, a) for c, a in zip(ds.cells[axis], ds.annotations[axis], strict=True) if c and a
             ]
             same = sum(c == a for c, a in pairs)
             entry["annotation_matches_cell"] = {

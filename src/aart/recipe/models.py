@@ -150,6 +150,10 @@ class Generate(Strict):
     #: which reasoning fields each query carries: ``full`` (every field of ``fields``, the
     #: paper's chain of thought), ``brief`` (one short rationale) or ``none`` (the prompt alone)
     reasoning: Reasoning = "full"
+    #: how one cell is phrased to the model (Jinja with ``cell``), e.g.
+    #: "a {{ cell.task_formats }} about {{ cell.policy_concepts }}"; default: every
+    #: dimension and its value
+    cell_template: str | None = None
     #: complete example items rendered as few-shot examples: ``cell`` ({dimension: value}),
     #: the prompt field, and the reasoning fields of the chosen depth
     examples: list[dict[str, Any]] = []

@@ -18,8 +18,8 @@ CONTEXT_NAMES = {"application", "values", "cells", "dimensions", "n", "fields", 
 _ENV = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
 
 
-def _template_line(loaded: LoadedRecipe, lineno: int) -> int | None:
-    line, _ = loaded.where(("generate", "template"))
+def _template_line(loaded: LoadedRecipe, lineno: int, key: str = "template") -> int | None:
+    line, _ = loaded.where(("generate", key))
     if line is None:
         return None
     # A block scalar (`template: |`) starts on the line after the key.
@@ -29,40 +29,48 @@ def _template_line(loaded: LoadedRecipe, lineno: int) -> int | None:
 
 def check_template(loaded: LoadedRecipe) -> None:
     """Refuse unknown names and unknown dimensions before any call is spent."""
-    src = loaded.recipe.generate.template
-    path = ("generate", "template")
+    g = loaded.recipe.generate
+    _check(loaded, "template", g.template, CONTEXT_NAMES, ("values", "dimensions"))
+    if g.cell_template is not None:
+        _check(loaded, "cell_template", g.cell_template, {"cell"}, ("cell",))
+
+
+def _check(
+    loaded: LoadedRecipe, key: str, src: str, allowed: set[str], by_dimension: tuple[str, ...]
+) -> None:
+    path = ("generate", key)
     try:
         ast = _ENV.parse(src)
     except TemplateSyntaxError as e:
         raise RecipeError(
-            f"generate.template: {e.message}",
+            f"generate.{key}: {e.message}",
             file=str(loaded.path),
-            line=_template_line(loaded, e.lineno or 1),
+            line=_template_line(loaded, e.lineno or 1, key),
             fix="fix the Jinja syntax",
         ) from None
-    unknown = meta.find_undeclared_variables(ast) - CONTEXT_NAMES
+    unknown = meta.find_undeclared_variables(ast) - allowed
     if unknown:
         raise loaded.error(
             path,
             f"the template uses unknown name(s): {', '.join(sorted(unknown))}",
-            f"a template may use: {', '.join(sorted(CONTEXT_NAMES))}",
+            f"generate.{key} may use: {', '.join(sorted(allowed))}",
         )
     dims = loaded.recipe.dimensions
     for node in ast.find_all((nodes.Getattr, nodes.Getitem)):
         target = getattr(node, "node", None)
-        if not (isinstance(target, nodes.Name) and target.name in ("values", "dimensions")):
+        if not (isinstance(target, nodes.Name) and target.name in by_dimension):
             continue
         if isinstance(node, nodes.Getattr):
-            key = node.attr
+            name = node.attr
         elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const):
-            key = node.arg.value
+            name = node.arg.value
         else:
             continue
-        if key not in dims:
+        if name not in dims:
             raise RecipeError(
-                f"generate.template: `{target.name}.{key}` names unknown dimension {key!r}",
+                f"generate.{key}: `{target.name}.{name}` names unknown dimension {name!r}",
                 file=str(loaded.path),
-                line=_template_line(loaded, node.lineno),
+                line=_template_line(loaded, node.lineno, key),
                 fix=f"use one of: {', '.join(dims)}",
             )
 

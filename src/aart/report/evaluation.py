@@ -62,7 +62,10 @@ def _dataset_html(r: Result) -> str:
             "format in 85.0% of prompts.</p>"
         )
         out.append(
-            table(["axis", "cell value in prompt", "annotated value in prompt", "annotation = cell"], rows)
+            table(
+                ["axis", "cell value in prompt", "annotated value in prompt", "annotation = cell"],
+                rows,
+            )
         )
     h = r["length"]["words_histogram"]
     out.append("<h3>Length (words)</h3>")
@@ -157,7 +160,9 @@ def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -
         for a, g in r["agreement"].items():
             parts = [
                 f"{label} {_agreement_cell(g[k])}"
-                for k, label in zip(AGREEMENT_KINDS, ("cell", "annotation", "annotation=cell"), strict=True)
+                for k, label in zip(
+                    AGREEMENT_KINDS, ("cell", "annotation", "annotation=cell"), strict=True
+                )
                 if g.get(k)
             ]
             out.append(f"- agreement {a}: {'; '.join(parts)}")

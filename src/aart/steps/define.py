@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import RuntimeFailure, StructuredOutputError
 from ..evaluate.keywords import KeywordMatcher, normalize_for_match
-from ..llm import GenerateConfig, Message, Model
+from ..llm import GenerateConfig, Message, Model, looks_like_refusal
 from ..recipe import Dimension, Recipe, Value
 from ..store.rundir import Run
 from .common import application_brief
@@ -38,6 +38,7 @@ _NUMBERING = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
 _LIST = re.compile(r"[,;/|&\n]|\b(?:and|or)\b")
 # Rounds of "give me more" when candidates are rejected, duplicated or too few.
 MORE_ROUNDS = 3
+RE_ASK_WARMUP = 0.25
 NEAR_DUPLICATE = 0.85
 
 
@@ -62,9 +63,21 @@ def normalize_values(values: list[Value]) -> list[Value]:
     return [merged[k] for k in sorted(merged)]
 
 
+_FUNCTION_WORDS = frozenset("a an the of in on for to and or against by with from".split())
+
+
+def _stem(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
+
+
 def _stems(text: str) -> frozenset[str]:
+    """Content words up to plural forms: "crimes against property" -> {crime, property}."""
     words = normalize_for_match(text).split()
-    return frozenset(w[:-2] if w.endswith("es") else w.rstrip("s") for w in words)
+    return frozenset(_stem(w) for w in words if w not in _FUNCTION_WORDS)
 
 
 def _trigrams(text: str) -> set[str]:
@@ -115,10 +128,10 @@ def rejection(candidate: str, ctx: Context, accepted: Sequence[str], category: s
         if _phrase_in(candidate, text):
             return f"belongs to dimension {other}"
     for c in ctx.categories:
+        if _stems(c) == _stems(candidate):
+            return "names a category, not a value"
         if c == category:
             continue
-        if c == candidate:
-            return "names a category, not a value"
         if _contains_words(c, candidate) or _contains_words(candidate, c):
             return f"belongs to category {c}"
     for a in accepted:
@@ -158,16 +171,18 @@ def _prompt(
         f"Dimension of diversity: {name}"
         + (f" ({dim.description.strip()})" if dim.description else ""),
     ]
+    # What we already have comes before the task, not right before the answer: small models
+    # copy whatever list they read last.
+    if have:
+        parts.append("We already have these values: " + "; ".join(have) + ".")
     if category:
         parts.append(f"Category: {category}. List values that belong to this category only.")
     parts.append(f"Task: {instruction.strip()}")
     parts.append(
-        f'Return {count} distinct values as JSON {{"values": [...]}}. Each value is one short '
-        f"lowercase name of at most {max_words} words: not a list, not a sentence, no "
-        "numbering, no explanation."
+        f"Return {count} new distinct values{' (none of those we already have)' if have else ''} "
+        f'as JSON {{"values": [...]}}. Each value is one short lowercase name of at most '
+        f"{max_words} words: not a list, not a sentence, no numbering, no explanation."
     )
-    if have:
-        parts.append("We already have these; do not repeat them: " + "; ".join(have))
     return "\n".join(parts)
 
 
@@ -239,13 +254,18 @@ class Enumerator:
             user = _prompt(
                 self.recipe, name, dim, instruction, missing, have, category, ctx.max_words
             )
-            cfg = GenerateConfig(d.temperature, d.max_tokens, d.seed + round_)
+            # A re-ask at the same temperature mostly repeats itself: warm up each round.
+            temperature = min(1.0, d.temperature + RE_ASK_WARMUP * round_)
+            cfg = GenerateConfig(temperature, d.max_tokens, d.seed + round_)
             report.calls += 1
             try:
+                # Not validated against the schema: more or fewer values than asked for are
+                # still usable, each one is checked below.
                 out = await self.model.generate(
                     [Message("system", system), Message("user", user)],
                     cfg,
                     _schema(missing),
+                    validate=False,
                     tag=f"define:{name}",
                 )
             except StructuredOutputError:
@@ -253,8 +273,14 @@ class Enumerator:
                 report.refusals += 1
                 rephrase = True
                 continue
-            raw_values = out.parsed.get("values", []) if isinstance(out.parsed, dict) else []
+            raw_values = out.parsed.get("values") if isinstance(out.parsed, dict) else None
+            if not isinstance(raw_values, list):
+                report.refusals += looks_like_refusal(out.text)
+                rephrase = rephrase or looks_like_refusal(out.text)
+                continue
             for raw in raw_values:
+                if not isinstance(raw, str):
+                    continue
                 v = normalize_value(raw)
                 if not v or v in found:
                     continue

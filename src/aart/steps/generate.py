@@ -27,6 +27,10 @@ STAGE = "generate"
 INVALID = "generate.invalid"
 REFUSED = "generate.refused"
 UNFAITHFUL = "generate.unfaithful"
+# Word-trigram Jaccard above which a prompt counts as a copy of a few-shot example: lower than
+# the near-duplicate threshold, since a copy with the cell's values swapped in still differs
+# in a few trigrams.
+EXAMPLE_COPY_THRESHOLD = 0.5
 AART_COLUMNS = [
     "crime",
     "use_case",
@@ -83,14 +87,18 @@ class GenerateStats:
         return d
 
 
-def job_id(attempt_id: str, round_: int, cells: list[tuple[int, dict[str, str]]]) -> str:
-    digest = hashlib.sha1(json.dumps([cells, round_], sort_keys=True).encode()).hexdigest()[:10]
-    return f"{attempt_id}:r{round_}:{digest}"
+Slot = tuple[str, int]  # (attempt id, cell index): where a cell stands in the blueprint
 
 
-def job_seed(base: int, attempt_id: str, round_: int) -> int:
-    """Identical attempts never send identical requests: the seed depends on the attempt."""
-    digest = hashlib.sha1(f"{attempt_id}:{round_}".encode()).digest()
+def job_id(slots: list[Slot], cells: list[dict[str, str]], round_: int) -> str:
+    digest = hashlib.sha1(json.dumps([slots, cells, round_], sort_keys=True).encode()).hexdigest()
+    return f"{slots[0][0]}:r{round_}:{digest[:10]}"
+
+
+def job_seed(base: int, job: str) -> int:
+    """Identical attempts never send identical requests: the seed depends on the job (its
+    attempt, cells and round), not only on the round."""
+    digest = hashlib.sha1(job.encode()).digest()
     return (base + int.from_bytes(digest[:4], "big")) % (2**31)
 
 
@@ -160,14 +168,18 @@ class Generator:
         self.recipe = run.recipe
         self.blueprint = run.read_blueprint()
         self.verifier = verifier or CellVerifier(self.recipe, scoped_values(run))
+        # A prompt this close to a few-shot example copies it instead of serving its cell.
+        self.examples = DuplicateIndex(EXAMPLE_COPY_THRESHOLD)
+        for i, ex in enumerate(self.recipe.generate.examples):
+            self.examples.add(str(ex.get(self.recipe.generate.prompt_field, "")), i)
 
     async def _work(self, job: tuple[str, dict[str, Any]]) -> None:
         jid, payload = job
         attempt, round_ = payload["attempt"], payload["round"]
-        indices: list[int] = payload["cell_index"]
+        slots: list[Slot] = [(aid, i) for aid, i in payload["slots"]]
         g = self.recipe.generate
         msgs = render_messages(self.recipe, attempt)
-        cfg = GenerateConfig(g.temperature, g.max_tokens, job_seed(g.seed, attempt["id"], round_))
+        cfg = GenerateConfig(g.temperature, g.max_tokens, job_seed(g.seed, jid))
         records: list[tuple[str, str, dict[str, Any]]] = []
         try:
             out = await self.model.generate(
@@ -188,7 +200,6 @@ class Generator:
             "model": self.model.name,
             "temperature": cfg.temperature,
             "seed": cfg.seed,
-            "attempt_id": attempt["id"],
             "round": round_,
             "job_id": jid,
             "call_id": out.call_id,
@@ -202,26 +213,30 @@ class Generator:
             )
         valid: list[tuple[int, dict[str, str], dict[str, Any]]] = []
         seen = DuplicateIndex(g.near_duplicate_threshold)
-        for pos, item in enumerate(items[: len(indices)]):
-            index, cell = indices[pos], attempt["cells"][pos]
+        for pos, item in enumerate(items[: len(slots)]):
+            cell = attempt["cells"][pos]
             clean, reason = validate_item(self.recipe, attempt, item)
             if clean is not None:
-                dup = seen.check(clean[g.prompt_field])
-                if dup is not None:
+                text = clean[g.prompt_field]
+                if self.examples.check(text) is not None:
+                    clean, reason = None, "copies a few-shot example"
+                elif (dup := seen.check(text)) is not None:
                     clean, reason = None, f"{dup[0]} duplicate within the answer"
                 else:
-                    seen.add(clean[g.prompt_field], pos)
-            rid = f"{jid}:{index}"
+                    seen.add(text, pos)
             if clean is None:
                 stage = REFUSED if reason == "refusal" else INVALID
-                records.append((rid, stage, {"reason": reason, "item": item, "cell": cell}))
+                records.append(
+                    (f"{jid}:{pos}", stage, {"reason": reason, "item": item, "cell": cell})
+                )
                 continue
-            valid.append((index, cell, clean))
+            valid.append((pos, cell, clean))
         checks = await self.verifier.check(
             [(clean[g.prompt_field], cell) for _, cell, clean in valid], tag=f"{jid}:verify"
         )
-        for (index, cell, clean), passed in zip(valid, checks, strict=True):
-            rid = f"{jid}:{index}"
+        for (pos, cell, clean), passed in zip(valid, checks, strict=True):
+            rid = f"{jid}:{pos}"
+            aid, index = slots[pos]
             annotations = {
                 f["dimension"]: clean[f["name"]]
                 for f in output_fields(self.recipe)
@@ -234,7 +249,7 @@ class Generator:
                     "cell": cell,
                     "annotations": annotations,
                     "verified": passed,
-                    "provenance": {**prov, "cell_index": index},
+                    "provenance": {**prov, "attempt_id": aid, "cell_index": index},
                 }
             )
             if all(passed.values()):
@@ -242,7 +257,7 @@ class Generator:
             else:
                 record["reason"] = _unfaithful_reason(cell, passed)
                 records.append((rid, UNFAITHFUL, record))
-        missing = len(indices) - len(items)
+        missing = len(slots) - len(items)
         if missing > 0 and items:
             records.append(
                 (f"{jid}:short", INVALID, {"reason": "queries missing", "missing": missing})
@@ -254,46 +269,50 @@ class Generator:
         if self.progress:
             self.progress()
 
-    def _add_round(self, round_: int, needs: dict[str, list[int]], avoid: dict[str, Any]) -> int:
-        """Queue one job per attempt for the cells it still needs; returns how many."""
-        by_id = {a["id"]: a for a in self.blueprint}
+    def _add_round(self, round_: int, needs: list[Slot], avoid: dict[str, Any]) -> int:
+        """Queue jobs for the cells still needed. Round 0 is one job per attempt; top-up
+        rounds pack the missing cells of all attempts into calls of ``queries_per_attempt``
+        cells, so a top-up of one cell does not pay a whole prompt for it."""
+        cells_of = {a["id"]: a["cells"] for a in self.blueprint}
+        if round_ == 0:
+            groups = [[(a["id"], i) for i in range(a["queries"])] for a in self.blueprint]
+        else:
+            size = self.recipe.scope.queries_per_attempt
+            groups = [needs[i : i + size] for i in range(0, len(needs), size)]
         jobs = []
-        for aid, indices in needs.items():
-            if not indices:
+        for slots in groups:
+            if not slots:
                 continue
-            a = by_id[aid]
-            cells = [a["cells"][i] for i in indices]
-            sub = {
-                "id": aid,
+            cells = [cells_of[aid][i] for aid, i in slots]
+            sub: dict[str, Any] = {
+                "id": slots[0][0],
                 "cells": cells,
                 "values": attempt_values(cells),
                 "queries": len(cells),
             }
             hints = {
                 str(pos): avoid[aid][i]
-                for pos, i in enumerate(indices)
+                for pos, (aid, i) in enumerate(slots)
                 if avoid.get(aid, {}).get(i)
             }
             if hints:
                 sub["avoid"] = hints
-            jid = job_id(aid, round_, list(zip(indices, cells, strict=True)))
-            jobs.append((jid, {"attempt": sub, "round": round_, "cell_index": indices}))
+            jid = job_id(slots, cells, round_)
+            jobs.append((jid, {"attempt": sub, "round": round_, "slots": slots}))
         self.run.db.add_jobs(STAGE, jobs)
         return len(jobs)
 
     def _current_job_ids(self) -> set[str]:
         """Jobs whose cells all still stand, at the same place, in the current blueprint."""
-        by_id = {a["id"]: a for a in self.blueprint}
+        cells_of = {a["id"]: a["cells"] for a in self.blueprint}
         out = set()
         for jid, payload in self.run.db.job_payloads(STAGE):
-            sub = payload.get("attempt", {})
-            a = by_id.get(sub.get("id"))
-            if a is None or "cell_index" not in payload:
+            slots, cells = payload.get("slots"), payload.get("attempt", {}).get("cells")
+            if not slots or not cells:
                 continue
-            cells = a["cells"]
             if all(
-                i < len(cells) and cells[i] == c
-                for i, c in zip(payload["cell_index"], sub["cells"], strict=True)
+                aid in cells_of and i < len(cells_of[aid]) and cells_of[aid][i] == c
+                for (aid, i), c in zip(slots, cells, strict=True)
             ):
                 out.add(jid)
         return out
@@ -371,7 +390,9 @@ class Generator:
         stats.items = stats.valid_items + stats.invalid_items + stats.refused_items
         stats.invalid_reasons = dict(Counter(r["reason"].split(" (")[0][:60] for r in invalid))
         stats.rejection_reasons = dict(
-            Counter(f"{d} not found" for r in unfaithful for d, ok in r["verified"].items() if not ok)
+            Counter(
+                f"{d} not found" for r in unfaithful for d, ok in r["verified"].items() if not ok
+            )
         )
         methods = {name: dim.verify for name, dim in self.recipe.dimensions.items()}
         tally: dict[str, list[int]] = {}
@@ -396,15 +417,17 @@ class Generator:
         stats.topup_jobs = sum(1 for j in jobs if ":r0:" not in j)
         return stats
 
-    def _needs(self, kept: list[dict[str, Any]]) -> dict[str, list[int]]:
+    def _needs(self, kept: list[dict[str, Any]]) -> list[Slot]:
         have = {(r["provenance"]["attempt_id"], r["provenance"]["cell_index"]) for r in kept}
-        return {
-            a["id"]: [i for i in range(a["queries"]) if (a["id"], i) not in have]
+        return [
+            (a["id"], i)
             for a in self.blueprint
-        }
+            for i in range(a["queries"])
+            if (a["id"], i) not in have
+        ]
 
     async def run_all(self) -> GenerateStats:
-        self._add_round(0, {a["id"]: list(range(a["queries"])) for a in self.blueprint}, {})
+        self._add_round(0, [], {})
         for round_ in range(self.recipe.generate.max_topups + 1):
             await run_pool(self.run.db.pending_jobs(STAGE), self._work, self.model.concurrency)
             if round_ == self.recipe.generate.max_topups:

@@ -68,7 +68,11 @@ def per_value(
             cells: Attempt = []
             for q in range(queries):
                 cell = {
-                    axis: (v if axis == primary else sampled[axis][(q + offsets[axis]) % len(sampled[axis])])
+                    axis: (
+                        v
+                        if axis == primary
+                        else sampled[axis][(q + offsets[axis]) % len(sampled[axis])]
+                    )
                     for axis in values
                 }
                 cells.append(cell)

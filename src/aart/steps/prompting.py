@@ -38,7 +38,9 @@ def output_fields(recipe: Recipe) -> list[dict[str, Any]]:
     if g.reasoning == "full":
         fields = [f.model_dump() for f in g.fields]
     elif g.reasoning == "brief":
-        fields = [{"name": RATIONALE_FIELD, "description": RATIONALE_DESCRIPTION, "dimension": None}]
+        fields = [
+            {"name": RATIONALE_FIELD, "description": RATIONALE_DESCRIPTION, "dimension": None}
+        ]
     else:
         fields = []
     fields.append({"name": g.prompt_field, "description": g.prompt_description, "dimension": None})
@@ -81,7 +83,11 @@ def output_schema(recipe: Recipe, attempt: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def cell_line(cell: dict[str, str]) -> str:
+def cell_line(recipe: Recipe, cell: dict[str, str]) -> str:
+    """One cell as the model reads it: the recipe's ``cell_template``, or every dimension
+    with its value."""
+    if recipe.generate.cell_template:
+        return " ".join(render(recipe.generate.cell_template, {"cell": cell}).split())
     return "; ".join(f"{label(d)}: {v}" for d, v in cell.items())
 
 
@@ -98,7 +104,7 @@ def cells_block(recipe: Recipe, attempt: dict[str, Any]) -> str:
         )
     avoid = attempt.get("avoid") or {}
     for i, cell in enumerate(attempt["cells"], start=1):
-        lines.append(f"Query {i}: {cell_line(cell)}")
+        lines.append(f"Query {i}: {cell_line(recipe, cell)}")
         earlier = avoid.get(str(i - 1)) or []
         if earlier:
             quoted = " | ".join(p[:AVOID_CHARS] for p in earlier[:AVOID_SHOWN])
@@ -113,7 +119,7 @@ def examples_block(recipe: Recipe) -> str:
     keys = [*reasoning_fields(g), g.prompt_field]
     lines = ["Examples of finished queries (match their quality; do not copy them):"]
     for ex in g.examples:
-        lines.append(f"Cell: {cell_line(ex['cell'])}")
+        lines.append(f"Cell: {cell_line(recipe, ex['cell'])}")
         lines.append(json.dumps({k: ex[k] for k in keys}, ensure_ascii=False))
     return "\n".join(lines)
 
@@ -135,10 +141,12 @@ def format_instructions(recipe: Recipe, n: int) -> str:
 
 
 def render_messages(recipe: Recipe, attempt: dict[str, Any]) -> list[Message]:
+    # Examples come before this attempt's cells: small models copy whatever stands right
+    # before their answer, and that must be the cells.
     parts = [
         render(recipe.generate.template, template_context(recipe, attempt)).strip(),
-        cells_block(recipe, attempt),
         examples_block(recipe),
+        cells_block(recipe, attempt),
         format_instructions(recipe, attempt["queries"]),
     ]
     user = "\n\n".join(p for p in parts if p)

@@ -30,14 +30,15 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-# A generation prompt names each query's cell on a line "Query N: dim: value; dim: value".
+# A generation prompt names each query's cell on a line "Query N: dim: value; dim: value", or
+# in the recipe's own phrasing (cell_template) that holds the values.
 _CELL_LINE = re.compile(r"^Query \d+: (.+)$", re.M)
 
 
 def cell_contexts(prompt: str) -> list[str]:
     """The values each query of a generation prompt must embody, one string per query."""
     return [
-        " ".join(part.partition(": ")[2] for part in line.split("; "))
+        " ".join(p.partition(": ")[2] or p for p in line.split("; "))
         for line in _CELL_LINE.findall(prompt)
     ]
 
@@ -77,7 +78,9 @@ class SchemaSynthesizer:
             n = max(lo, min(hi, 3))
             contexts, self.contexts = self.contexts, []  # only the outermost array's items
             return [
-                self.make(schema.get("items", {}), name, contexts[i] if i < len(contexts) else context)
+                self.make(
+                    schema.get("items", {}), name, contexts[i] if i < len(contexts) else context
+                )
                 for i in range(n)
             ]
         if kind == "integer":
