@@ -123,6 +123,46 @@ def test_response_format_fallback(fake_server):
     assert "response_format" not in fake_server.requests[-1]
 
 
+def test_llama_cpp_500_for_json_schema_falls_back_to_json_object_with_schema(fake_server):
+    # llama-cpp-python's server answers json_schema with HTTP 500 (a validation error)
+    fake_server.reject_formats = {"json_schema"}
+    fake_server.reject_status = 500
+    model = get_model("openai/fake", opts(fake_server, max_retries=5))
+    fake_server.push({"content": '{"values": ["a", "b"]}'}, {"content": '{"values": ["c", "d"]}'})
+    assert gen(model).parsed == {"values": ["a", "b"]}
+    first, second = fake_server.requests
+    assert first["response_format"]["type"] == "json_schema"
+    # no retries of the rejected format: straight to json_object with the schema
+    assert second["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    gen(model)  # the working mode is remembered for the run
+    assert fake_server.requests[2]["response_format"]["type"] == "json_object"
+    assert len(fake_server.requests) == 3
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "This model's maximum context length is 4096 tokens",
+        "Invalid prompt: flagged by our content policy (invalid_prompt)",
+    ],
+)
+def test_per_request_rejections_never_downgrade_the_format(fake_server, message):
+    fake_server.push({"status": 400, "body": {"error": {"message": message}}})
+    model = get_model("openai/fake", opts(fake_server))
+    with pytest.raises(ProviderError, match="HTTP 400"):
+        gen(model)
+    assert model.api.mode == "json_schema"
+    assert [r["response_format"]["type"] for r in fake_server.requests] == ["json_schema"]
+
+
+def test_free_decoding_sends_no_response_format(fake_server):
+    model = get_model("openai/fake", opts(fake_server, decoding="free"))
+    fake_server.push({"content": '{"values": ["a", "b"]}'})
+    assert gen(model).parsed == {"values": ["a", "b"]}
+    req = fake_server.requests[0]
+    assert "response_format" not in req and "JSON Schema" in req["messages"][0]["content"]
+
+
 def test_api_key_sent_but_never_stored(fake_server, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-123")
     db = RunDB(tmp_path / "run.db")

@@ -170,7 +170,10 @@ def _item(i, fmt, context):
 def test_refusals_invalid_items_and_duplicates_are_topped_up(tmp_path):
     counter = {"n": 0}
 
+    prompts_seen = []
+
     def good(msgs, schema):
+        prompts_seen.append(msgs[-1].content)
         cells = cell_contexts(msgs[-1].content)
         fmts = schema["properties"]["queries"]["items"]["properties"]["format"]["enum"]
         counter["n"] += len(cells)
@@ -218,6 +221,9 @@ def test_refusals_invalid_items_and_duplicates_are_topped_up(tmp_path):
     assert s.invalid_reasons["exact duplicate within the answer"] == 1
     assert s.requested == 9 and s.prompts == 9 and s.shortfall == 0
     assert s.topup_jobs >= 2
+    # the top-up for the duplicated cell was told what already exists for it
+    hint = f"(already written for this cell; write something different: {EVERY_VALUE})"
+    assert any(hint in p for p in prompts_seen)
     rows = [
         json.loads(line) for line in (tmp_path / "run" / "dataset.jsonl").read_text().splitlines()
     ]

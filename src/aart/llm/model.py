@@ -106,7 +106,11 @@ class Model:
         ``parsed``; with ``validate`` it must also satisfy the schema. Invalid answers are
         recorded and retried ``structured_retries`` times, then raise StructuredOutputError."""
         config = config or GenerateConfig()
-        key = cache_key(self.api.endpoint, messages, config, schema)
+        # The decoding mode changes answers, so it is part of what names the endpoint.
+        endpoint = self.api.endpoint + (
+            f"|decoding={self.options.decoding}" if self.options.decoding else ""
+        )
+        key = cache_key(endpoint, messages, config, schema)
         if self.use_cache and self.store is not None:
             hit = self.store.cache_get(key)
             if hit is not None:

@@ -89,6 +89,9 @@ class Models(Strict):
     rpm: float | None = Field(None, gt=0)
     tpm: float | None = Field(None, gt=0)
     timeout: float = Field(120.0, gt=0)
+    #: structured answers: "constrained" (schema enforced while decoding) or "free" (schema in
+    #: the prompt, tolerant parsing, re-ask); default: the provider's
+    decoding: Literal["constrained", "free"] | None = None
     max_retries: int = Field(5, ge=0, le=20)
     structured_retries: int = Field(2, ge=0, le=10)
 

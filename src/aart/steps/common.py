@@ -18,6 +18,7 @@ def model_options(recipe: Recipe) -> ModelOptions:
         rpm=m.rpm,
         tpm=m.tpm,
         structured_retries=m.structured_retries,
+        decoding=m.decoding,
     )
 
 

@@ -211,9 +211,40 @@ class Generator:
             records.append(
                 (f"{jid}:call", REFUSED, {"reason": "refusal", "raw_text": out.text[:2000]})
             )
-        valid: list[tuple[int, dict[str, str], dict[str, Any]]] = []
+        valid = self._screen(jid, attempt, items[: len(slots)], records)
+        checks = await self.verifier.check(
+            [(clean[g.prompt_field], cell) for _, cell, clean in valid], tag=f"{jid}:verify"
+        )
+        for (pos, cell, clean), passed in zip(valid, checks, strict=True):
+            aid, index = slots[pos]
+            record = self._record(f"{jid}:{pos}", cell, clean, passed)
+            record["provenance"] = {**prov, "attempt_id": aid, "cell_index": index}
+            if all(passed.values()):
+                records.append((record["id"], STAGE, record))
+            else:
+                record["reason"] = _unfaithful_reason(cell, passed)
+                records.append((record["id"], UNFAITHFUL, record))
+        missing = len(slots) - len(items)
+        if missing > 0 and items:
+            records.append(
+                (f"{jid}:short", INVALID, {"reason": "queries missing", "missing": missing})
+            )
+        self.run.db.complete_job(jid, records)
+        self._tick()
+
+    def _screen(
+        self,
+        jid: str,
+        attempt: dict[str, Any],
+        items: list[Any],
+        records: list[tuple[str, str, dict[str, Any]]],
+    ) -> list[tuple[int, dict[str, str], dict[str, Any]]]:
+        """The valid items of one answer as (position, cell, clean item); the others are added
+        to ``records`` as invalid or refused, with their reason."""
+        g = self.recipe.generate
+        valid = []
         seen = DuplicateIndex(g.near_duplicate_threshold)
-        for pos, item in enumerate(items[: len(slots)]):
+        for pos, item in enumerate(items):
             cell = attempt["cells"][pos]
             clean, reason = validate_item(self.recipe, attempt, item)
             if clean is not None:
@@ -231,39 +262,20 @@ class Generator:
                 )
                 continue
             valid.append((pos, cell, clean))
-        checks = await self.verifier.check(
-            [(clean[g.prompt_field], cell) for _, cell, clean in valid], tag=f"{jid}:verify"
-        )
-        for (pos, cell, clean), passed in zip(valid, checks, strict=True):
-            rid = f"{jid}:{pos}"
-            aid, index = slots[pos]
-            annotations = {
-                f["dimension"]: clean[f["name"]]
-                for f in output_fields(self.recipe)
-                if f["dimension"]
-            }
-            record = {"id": rid, "prompt": clean[g.prompt_field]}
-            record.update({k: v for k, v in clean.items() if k != g.prompt_field})
-            record.update(
-                {
-                    "cell": cell,
-                    "annotations": annotations,
-                    "verified": passed,
-                    "provenance": {**prov, "attempt_id": aid, "cell_index": index},
-                }
-            )
-            if all(passed.values()):
-                records.append((rid, STAGE, record))
-            else:
-                record["reason"] = _unfaithful_reason(cell, passed)
-                records.append((rid, UNFAITHFUL, record))
-        missing = len(slots) - len(items)
-        if missing > 0 and items:
-            records.append(
-                (f"{jid}:short", INVALID, {"reason": "queries missing", "missing": missing})
-            )
-        self.run.db.complete_job(jid, records)
-        self._tick()
+        return valid
+
+    def _record(
+        self, rid: str, cell: dict[str, str], clean: dict[str, Any], passed: dict[str, bool]
+    ) -> dict[str, Any]:
+        prompt_field = self.recipe.generate.prompt_field
+        record = {"id": rid, "prompt": clean[prompt_field]}
+        record.update({k: v for k, v in clean.items() if k != prompt_field})
+        record["cell"] = cell
+        record["annotations"] = {
+            f["dimension"]: clean[f["name"]] for f in output_fields(self.recipe) if f["dimension"]
+        }
+        record["verified"] = passed
+        return record
 
     def _tick(self) -> None:
         if self.progress:

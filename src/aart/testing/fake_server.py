@@ -4,14 +4,16 @@ It answers ``POST /v1/chat/completions`` with a schema-valid JSON answer (when t
 carries a JSON schema) or a short text, and can inject faults from a script consumed one
 request at a time:
 
-    {"status": 429, "retry_after": 1}   an error status, with an optional Retry-After
+    {"status": 429, "retry_after": 1}   an error status, with an optional Retry-After (and an
+                                        optional "body" to answer with)
     {"delay": 2.5}                      answer late (the fixed ``latency`` applies to all)
     {"drop": true}                      close the connection without answering
     {"content": "..."}                  answer with this text (truncated JSON, fences, <think>,
                                         refusals ...)
 
-Set ``reject_formats`` (e.g. {"json_schema"}) to answer 400 to those response formats, like a
-server without structured output.
+Set ``reject_formats`` (e.g. {"json_schema"}) to answer ``reject_status`` (400) to those
+response formats, like a server without structured output; llama-cpp-python's server answers
+json_schema with a 500 validation error, which ``reject_status = 500`` imitates.
 
 Run standalone (for benchmarks): ``python -m aart.testing.fake_server --port 8765 --latency 0.2``.
 """
@@ -38,6 +40,7 @@ class FakeOpenAIServer:
         self.headers: list[dict[str, str]] = []
         self.served = 0
         self.reject_formats: set[str] = set()
+        self.reject_status = 400
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
         self._thread: threading.Thread | None = None
@@ -86,7 +89,13 @@ class FakeOpenAIServer:
         fmt = (req.get("response_format") or {}).get("type")
         if fmt and fmt in self.reject_formats:
             # Like a server without structured output: rejected before any scripted action.
-            self._send(writer, 400, {"error": {"message": f"response_format {fmt} unsupported"}})
+            message = (
+                f"1 validation error: body.response_format.type: Input should be 'text' or "
+                f"'json_object', got {fmt!r}"
+                if self.reject_status == 500
+                else f"response_format {fmt} unsupported"
+            )
+            self._send(writer, self.reject_status, {"error": {"message": message}})
             return True
         action = self.script.popleft() if self.script else {}
         delay = self.latency + float(action.get("delay", 0))
@@ -98,7 +107,8 @@ class FakeOpenAIServer:
             extra = {}
             if action.get("retry_after") is not None:
                 extra["Retry-After"] = str(action["retry_after"])
-            self._send(writer, action["status"], {"error": {"message": "injected"}}, extra)
+            body_out = action.get("body") or {"error": {"message": "injected"}}
+            self._send(writer, action["status"], body_out, extra)
             return True
         content = action.get("content")
         if content is None:

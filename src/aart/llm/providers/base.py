@@ -27,6 +27,10 @@ class ModelOptions:
     structured_retries: int = 2
     n_ctx: int = 4096
     n_threads: int | None = None
+    #: how structured answers are decoded: "constrained" (the server or engine enforces the
+    #: JSON schema) or "free" (the schema is described in the prompt, the answer parsed
+    #: tolerantly and re-asked when invalid); None: the provider's measured default
+    decoding: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ...errors import ConfigError, ProviderError
 from ..local_model import INSTALL_HINT, resolve_model_path
+from ..structured import schema_instructions
 from ..types import GenerateConfig, Message, RawResponse, Usage
 from .base import ModelAPI, ModelOptions, register_provider
 
@@ -78,8 +79,13 @@ class LocalLlamaAPI(ModelAPI):
         self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
     ) -> RawResponse:
         engine = load_engine(self.path, self.options.n_ctx, self.options.n_threads)
+        msgs = [{"role": m.role, "content": m.content} for m in messages]
+        free = schema is not None and self.options.decoding == "free"
+        if free:
+            assert schema is not None
+            msgs.insert(0, {"role": "system", "content": schema_instructions(schema)})
         kwargs: dict[str, Any] = {
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "messages": msgs,
             "temperature": config.temperature,
             "max_tokens": config.max_tokens,
         }
@@ -87,7 +93,7 @@ class LocalLlamaAPI(ModelAPI):
             kwargs["seed"] = config.seed
         if config.stop:
             kwargs["stop"] = list(config.stop)
-        if schema is not None:
+        if schema is not None and not free:
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
         try:
             out = engine.create_chat_completion(**kwargs)

@@ -7,6 +7,7 @@ import asyncio
 import email.utils
 import json
 import os
+import re
 import time
 from typing import Any
 
@@ -18,8 +19,29 @@ from ..types import GenerateConfig, Message, RawResponse, Usage
 from .base import ModelAPI, ModelOptions, register_provider
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-# Structured-output modes, best first; a server that rejects one falls back to the next.
-MODES = ("json_schema", "json_object", "prompt")
+# Structured-output modes, best first; a server that rejects one falls back to the next:
+# OpenAI's json_schema, llama-cpp-python's json_object with a schema (which it enforces by
+# grammar), plain json_object, then the schema described in the prompt.
+MODES = ("json_schema", "json_object_schema", "json_object", "prompt")
+# A rejected response_format is recognised by what the error says; a 500 counts only when it
+# names the format (llama-cpp-python answers json_schema with a 500 validation error).
+_FORMAT_REJECTED = re.compile(r"response_format|json_schema|json_object|schema", re.I)
+# Per-request outcomes that must never downgrade the mode: a prompt over the context window is
+# a failed job, a content-policy rejection is a refusal.
+_NOT_A_FORMAT_PROBLEM = re.compile(
+    r"context.length|context window|maximum context|too many tokens|content.?policy|"
+    r"content.?filter|invalid_prompt|safety",
+    re.I,
+)
+
+
+def format_rejected(status: int, text: str) -> bool:
+    """Whether an error answer means "this response_format is not supported here"."""
+    if _NOT_A_FORMAT_PROBLEM.search(text):
+        return False
+    if status in (400, 422):
+        return True
+    return status == 500 and bool(_FORMAT_REJECTED.search(text))
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -52,7 +74,9 @@ class OpenAIChatAPI(ModelAPI):
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client: aiohttp.ClientSession | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
-        self.mode = options.extra.get("structured_mode", MODES[0])
+        # Free decoding skips straight to describing the schema in the prompt.
+        default = "prompt" if options.decoding == "free" else MODES[0]
+        self.mode = options.extra.get("structured_mode", default)
 
     @property
     def endpoint(self) -> str:
@@ -95,6 +119,8 @@ class OpenAIChatAPI(ModelAPI):
                     "type": "json_schema",
                     "json_schema": {"name": "answer", "schema": schema, "strict": False},
                 }
+            elif self.mode == "json_object_schema":
+                body["response_format"] = {"type": "json_object", "schema": schema}
             elif self.mode == "json_object":
                 body["response_format"] = {"type": "json_object"}
             if self.mode != "json_schema":
@@ -118,7 +144,7 @@ class OpenAIChatAPI(ModelAPI):
                     f"cannot reach {self.base_url} ({type(e).__name__}); is the server "
                     "running? set OPENAI_BASE_URL or the recipe's base_url"
                 ) from e
-            if status in (400, 422) and schema is not None and self.mode != "prompt":
+            if schema is not None and self.mode != "prompt" and format_rejected(status, text):
                 # The server rejected our response_format: fall back and remember it.
                 self.mode = MODES[MODES.index(self.mode) + 1]
                 continue
