@@ -1,5 +1,5 @@
-"""Faithful prompts per token and per minute: aart (reasoning full and none, constrained and
-free decoding) against the zero-shot baseline of Perez et al., on the embedded model in-process
+"""Faithful prompts per token and per minute: aart (reasoning none with constrained and free
+decoding, reasoning full with constrained decoding) against the zero-shot baseline of Perez et al., on the embedded model in-process
 and through `openai/` on llama-cpp-python's own OpenAI-compatible server, in one run.
 
 Step 1 is left out (explicit values), so every figure is Step 3's: tokens per faithful dataset
@@ -28,10 +28,15 @@ from aart.textsim import find_duplicates
 
 CONCEPTS = ["fraud", "burglary", "arson", "identity theft", "illegal dumping", "poaching"]
 FORMATS = ["email", "poem", "how-to guide", "news article", "speech", "song lyrics"]
+# Free decoding with full reasoning is left out: on the 0.5B model free decoding already loses
+# most items at reasoning none.
+VARIANTS = [("none", "constrained"), ("none", "free"), ("full", "constrained")]
 REGIONS = ["eastern africa", "western europe", "united states", "south-eastern asia", "mexico"]
 
 
-def recipe(reasoning: str, decoding: str, model: dict[str, Any], cells: int) -> dict[str, Any]:
+def recipe(
+    reasoning: str, decoding: str, model: dict[str, Any], cells: int, queries: int = 3
+) -> dict[str, Any]:
     src = (importlib.resources.files("aart") / "recipes" / "aart-demo.yaml").read_text()
     r = yaml.safe_load(src)
     small = r.pop("sizes")["small"]
@@ -43,15 +48,16 @@ def recipe(reasoning: str, decoding: str, model: dict[str, Any], cells: int) -> 
     r["models"] = {**model, "decoding": decoding}
     r["scope"] = {
         "strategy": "balanced",
-        "attempts": cells // 3,
-        "queries_per_attempt": 3,
+        "attempts": cells // queries,
+        "queries_per_attempt": queries,
         "seed": 0,
     }
-    if reasoning == "none":
-        # the embedded-model tuning of the demo's small size
-        r["generate"].update({k: v for k, v in small["generate"].items() if k != "max_topups"})
-    else:
-        r["generate"].update({"reasoning": "full", "max_tokens": 1500})
+    # the embedded-model tuning of the demo's small size (template, cell phrasing, no
+    # examples), at the reasoning depth asked for: full keeps the paper's five fields
+    r["generate"].update({k: v for k, v in small["generate"].items() if k != "max_topups"})
+    r["generate"]["reasoning"] = reasoning
+    if reasoning == "full":
+        r["generate"]["max_tokens"] = 1500
     r["generate"]["max_topups"] = 3
     return r
 
@@ -154,7 +160,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cells", type=int, default=18)
     ap.add_argument("--only", choices=["embedded", "server"])
+    ap.add_argument(
+        "--queries",
+        type=int,
+        nargs="*",
+        help="instead: reasoning none, constrained, at these queries per call (scaling)",
+    )
     args = ap.parse_args()
+    if args.queries:
+        scaling(args.cells, args.queries)
+        return
     backends = [b for b in ("embedded", "server") if args.only in (None, b)]
     report: dict[str, Any] = {}
     for backend in backends:
@@ -171,13 +186,12 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as tmp:
                 work = Path(tmp)
                 rows = []
-                for reasoning in ("none", "full"):
-                    for decoding in ("constrained", "free"):
-                        name = f"aart {reasoning} {decoding}"
-                        spec = recipe(reasoning, decoding, model, args.cells)
-                        rows.append(run_aart(work, name.replace(" ", "-"), spec))
-                        rows[-1]["variant"] = name
-                        print(json.dumps(rows[-1]), flush=True)
+                for reasoning, decoding in VARIANTS:
+                    name = f"aart {reasoning} {decoding}"
+                    spec = recipe(reasoning, decoding, model, args.cells)
+                    rows.append(run_aart(work, name.replace(" ", "-"), spec))
+                    rows[-1]["variant"] = name
+                    print(json.dumps(rows[-1]), flush=True)
                 base = run_baseline(work, model, args.cells * 2)
                 print(json.dumps(base), flush=True)
                 rows.append(base)
@@ -187,6 +201,23 @@ def main() -> None:
         report[backend] = rows
         print(f"\n## {backend}\n" + table(rows, base), flush=True)
     Path("bench-faithful.json").write_text(json.dumps(report, indent=2))
+
+
+def scaling(cells: int, queries: list[int]) -> None:
+    """Tokens per faithful prompt as the instructions are shared by more queries per call."""
+    model: dict[str, Any] = {"default": "local/default"}
+    warm_up(model)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for q in queries:
+            spec = recipe("none", "constrained", model, cells, q)
+            rows.append(run_aart(work, f"none-q{q}", spec))
+            rows[-1]["variant"] = f"aart none constrained, {q} queries per call"
+            print(json.dumps(rows[-1]), flush=True)
+        base = run_baseline(work, model, cells * 2)
+        rows.append(base)
+    print("\n## embedded, queries per call\n" + table(rows, base), flush=True)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ for script in (
     "bench_embedded.py",
     "bench_coverage.py",
     "bench_embedding_memory.py",
+    "bench_faithful.py",
 ):
     print(f"== {script}", flush=True)
     subprocess.run([sys.executable, str(HERE / script)], check=True)

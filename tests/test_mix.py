@@ -116,6 +116,10 @@ def test_per_value_is_the_papers_scheme():
     assert all(len({c["axis1"] for c in a}) == 3 == len({c["axis2"] for c in a}) for a in out)
     assert out == mix.per_value(values, "axis0", 2, {"axis1": 3, "axis2": 3}, {}, 1, 3)
     assert out != mix.per_value(values, "axis0", 2, {"axis1": 3, "axis2": 3}, {}, 2, 3)
+    # more queries than sampled values: the pairings change from round to round
+    six = mix.per_value(values, "axis0", 2, {"axis1": 3, "axis2": 3}, {}, 1, 6)
+    distinct = [len({(c["axis1"], c["axis2"]) for c in a}) for a in six]
+    assert max(distinct) > 3 and sum(distinct) > 3 * len(six)
 
 
 def test_weights_shift_the_mix():

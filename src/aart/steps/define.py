@@ -275,8 +275,9 @@ class Enumerator:
                 continue
             raw_values = out.parsed.get("values") if isinstance(out.parsed, dict) else None
             if not isinstance(raw_values, list):
-                report.refusals += looks_like_refusal(out.text)
-                rephrase = rephrase or looks_like_refusal(out.text)
+                refused = looks_like_refusal(out.text)
+                report.refusals += refused
+                rephrase = rephrase or refused
                 continue
             for raw in raw_values:
                 if not isinstance(raw, str):

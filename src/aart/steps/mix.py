@@ -43,6 +43,16 @@ def chunk(cells: Sequence[Cell], queries: int) -> list[Attempt]:
     return [list(cells[i : i + queries]) for i in range(0, len(cells), queries)]
 
 
+def _dealt(rng: random.Random, values: Sequence[str], n: int) -> list[str]:
+    """``n`` picks from ``values`` in rounds, each round a fresh shuffle of all of them."""
+    out: list[str] = []
+    while len(out) < n:
+        round_ = list(values)
+        rng.shuffle(round_)
+        out += round_
+    return out[:n]
+
+
 def per_value(
     values: Mapping[str, Sequence[str]],
     primary: str,
@@ -62,20 +72,14 @@ def per_value(
                 for axis, vals in values.items()
                 if axis != primary
             }
-            # Deal each axis's sampled values round-robin from a random start, so an attempt
-            # uses them evenly and the first value is not always favoured.
-            offsets = {axis: rng.randrange(len(vals)) for axis, vals in sampled.items()}
-            cells: Attempt = []
-            for q in range(queries):
-                cell = {
-                    axis: (
-                        v
-                        if axis == primary
-                        else sampled[axis][(q + offsets[axis]) % len(sampled[axis])]
-                    )
-                    for axis in values
-                }
-                cells.append(cell)
+            # Deal each axis's sampled values in shuffled rounds: an attempt uses them evenly
+            # (counts differ by at most one), and with more queries than values the pairings
+            # change from round to round instead of repeating the same cells.
+            columns = {axis: _dealt(rng, vals, queries) for axis, vals in sampled.items()}
+            cells: Attempt = [
+                {axis: v if axis == primary else columns[axis][q] for axis in values}
+                for q in range(queries)
+            ]
             out.append(cells)
     return out
 
