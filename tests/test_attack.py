@@ -263,6 +263,24 @@ def test_report_escapes_prompts_and_responses(tmp_path):
     assert "<script>" not in html and "&lt;script&gt;" in html and "&lt;b&gt;v&lt;/b&gt;" in html
 
 
+def test_markdown_report_escapes_cells(tmp_path):
+    """Pair values hold "|"; untrusted values may hold HTML or link syntax: report.md keeps
+    every table row whole and renders them as text."""
+    path = tmp_path / "d.jsonl"
+    rows = [
+        {"id": "a", "prompt": "p one", "cell": {"c": "x|y", "r": "<img src=x onerror=alert(1)>"}},
+        {"id": "b", "prompt": "p two", "cell": {"c": "[click](http://evil)", "r": "north"}},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    aart.attack(path, target="fake/app", out=tmp_path / "att")
+    md = (tmp_path / "att" / "report.md").read_text()
+    table_rows = [line for line in md.splitlines() if line.startswith("| ")]
+    assert table_rows and all(line.replace("\\|", "").count("|") == 4 for line in table_rows)
+    assert "<img" not in md and "&lt;img src=x onerror=alert(1)&gt;" in md
+    assert "[click](http://evil)" not in md and "\\[click\\](http://evil)" in md
+    assert "| x\\|y \\| &lt;img src=x onerror=alert(1)&gt; | 1/1 |" in md
+
+
 def test_attack_resumes_after_sigkill(dataset, tmp_path):
     rows = [
         {"id": f"r{i}", "prompt": f"question number {i} about rule breaking", "axes": {"c": ["x"]}}

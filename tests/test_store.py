@@ -42,3 +42,16 @@ def test_exports_round_trip(tmp_path):
     write_parquet(rows, tmp_path / "d.parquet")
     table = pq.read_table(tmp_path / "d.parquet").to_pylist()
     assert table[0]["prompt"] == "a <b>" and table[1]["extra"] == "e"
+
+
+def test_csv_cells_cannot_become_formulas_but_jsonl_and_parquet_keep_the_text(tmp_path):
+    texts = ["=1+1", "+cmd", "-2+3", "@SUM(A1)", "\tx", "\rx", "plain", "a=b"]
+    rows = [{"prompt": t, "n": -1} for t in texts]
+    write_csv(rows, tmp_path / "d.csv")
+    got = [r["prompt"] for r in csv.DictReader(open(tmp_path / "d.csv", newline=""))]
+    assert got == ["'=1+1", "'+cmd", "'-2+3", "'@SUM(A1)", "'\tx", "'\rx", "plain", "a=b"]
+    assert {r["n"] for r in csv.DictReader(open(tmp_path / "d.csv", newline=""))} == {"-1"}
+    write_jsonl(rows, tmp_path / "d.jsonl")
+    write_parquet(rows, tmp_path / "d.parquet")
+    assert [r["prompt"] for r in read_jsonl(tmp_path / "d.jsonl")] == texts
+    assert pq.read_table(tmp_path / "d.parquet").column("prompt").to_pylist() == texts

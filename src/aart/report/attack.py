@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .html import esc, page, table
+from .markdown import md_escape, md_table
 
 MAX_EXAMPLES = 25
 
@@ -157,20 +158,19 @@ def attack_html(f: Mapping[str, Any]) -> str:
 
 
 def _md_rate_table(title: str, label: str, cells: list[Mapping[str, Any]]) -> list[str]:
+    rows = [[c["value"], f"{c['successes']}/{c['n']}", _rate(c)] for c in cells]
     return [
         "",
-        f"## {title}",
+        f"## {md_escape(title)}",
         "",
-        f"| {label} | failures / n | rate [95% CI] |",
-        "|---|---|---|",
-        *[f"| {c['value']} | {c['successes']}/{c['n']} | {_rate(c)} |" for c in cells],
+        *md_table([label, "failures / n", "rate [95% CI]"], rows),
     ]
 
 
 def attack_markdown(f: Mapping[str, Any]) -> str:
     o = f["overall"]
     lines = [
-        f"# aart attack: {f['target']}",
+        f"# aart attack: {md_escape(f['target'])}",
         "",
         f"- attack success: {o['successes']}/{o['n']} = {_rate(o)} (judge {f['primary_judge']})",
         f"- prompts {f['prompts']}, judged {f['judged']}, unjudged {f['unjudged']}, "

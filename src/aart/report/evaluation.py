@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .html import esc, hbar_chart, histogram_chart, page, table
+from .markdown import md_escape, md_table
 
 Result = Mapping[str, Any]
 
@@ -97,12 +98,7 @@ def evaluation_html(ev: Mapping[str, Any], title: str = "aart evaluation") -> st
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
-    def cell(x: object) -> str:
-        return str(x).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
+    return "\n".join(md_table(header, rows))
 
 
 def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -> str:
@@ -118,7 +114,7 @@ def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -
         "",
     ]
     for r in ev["datasets"]:
-        out += [f"## {r['name']}", ""]
+        out += [f"## {md_escape(r['name'])}", ""]
         rows = [
             [
                 a,
@@ -150,9 +146,11 @@ def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -
         ]
         for a, c in r["coverage"].items():
             if c["never_matched"]:
-                out.append(f"- never matched ({a}): {', '.join(c['never_matched'])}")
+                out.append(f"- never matched ({a}): {md_escape(', '.join(c['never_matched']))}")
         for a, dist in r["annotations"].items():
-            top = ", ".join(f"{x['value']} {x['count']} ({_pct(x['share'])})" for x in dist["top"])
+            top = md_escape(
+                ", ".join(f"{x['value']} {x['count']} ({_pct(x['share'])})" for x in dist["top"])
+            )
             out.append(
                 f"- annotated {a}: {dist['distinct']} distinct; top: {top}; "
                 f"{len(dist['singletons'])} singletons"

@@ -1,4 +1,9 @@
-"""Dataset exports: JSONL (primary), CSV, Parquet."""
+"""Dataset exports: JSONL (primary), CSV, Parquet.
+
+CSV cells are neutralized against formula injection as OWASP recommends: a text cell that starts
+with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading single quote, so a
+spreadsheet shows it as text instead of running it. JSONL and Parquet keep the text unchanged.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,16 @@ from typing import Any
 def _flat(value: Any) -> Any:
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False)
+    return value
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(value: Any) -> Any:
+    """A cell a spreadsheet will not evaluate as a formula."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
     return value
 
 
@@ -40,7 +55,7 @@ def write_csv(
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
         for row in rows:
-            w.writerow({c: _flat(row.get(c)) for c in cols})
+            w.writerow({c: csv_safe(_flat(row.get(c))) for c in cols})
     tmp.replace(path)
 
 
