@@ -76,3 +76,20 @@ def test_extract_prefers_fenced_block():
 )
 def test_refusal_detection(text, expected):
     assert looks_like_refusal(text) is expected
+
+
+def test_the_candidate_that_matches_the_schema_wins():
+    schema = {
+        "type": "object",
+        "properties": {"values": {"type": "array", "items": {"type": "string"}}},
+        "required": ["values"],
+    }
+    text = 'Here are [3] queries: {"values": ["a", "b", "c"]} and a note {"x": 1}'
+    assert parse_json(text, schema) == {"values": ["a", "b", "c"]}
+    # without a schema the value where the JSON starts is taken, not a merge of fragments
+    assert parse_json(text) == [3]
+    # a root type alone prefers an object over a leading list
+    assert parse_json('See [1]: {"values": ["z"]', {"type": "object"}) == {"values": ["z"]}
+    # a truncated answer is still repaired as a whole, not replaced by an inner complete value
+    truncated = '{"queries": [{"prompt": "a"}, {"prompt": "b'
+    assert parse_json(truncated) == {"queries": [{"prompt": "a"}, {"prompt": "b"}]}

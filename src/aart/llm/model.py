@@ -123,7 +123,7 @@ class Model:
                     model=self.name,
                 )
                 if schema is not None:
-                    out.parsed = parse_json(out.text)
+                    out.parsed = parse_json(out.text, schema)
                 return out
 
         last_error = ""
@@ -146,7 +146,7 @@ class Model:
             error = None
             if schema is not None:
                 try:
-                    out.parsed = parse_json(raw.text)
+                    out.parsed = parse_json(raw.text, schema)
                     if validate:
                         errs = schema_errors(out.parsed, schema)
                         if errs:
