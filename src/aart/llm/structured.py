@@ -57,7 +57,7 @@ def extract_json_text(text: str, root: str | None = None) -> str | None:
 def _complete_values(body: str, limit: int = 50) -> list[tuple[int, Any]]:
     """Every complete JSON object or array in ``body``, as (where it starts, value)."""
     decoder = json.JSONDecoder()
-    out = []
+    out: list[tuple[int, Any]] = []
     for m in re.finditer(r"[{\[]", body):
         if len(out) >= limit:
             break
