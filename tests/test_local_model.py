@@ -60,3 +60,30 @@ def test_embedded_default_model_structured_completion():
         isinstance(c, str) and c for c in out.parsed["colors"]
     )
     assert out.usage.completion_tokens > 0 and out.latency > 0
+
+
+def test_cache_identity_tells_same_named_gguf_files_apart(tmp_path):
+    from aart.llm import ModelOptions
+    from aart.llm.providers.local import LocalLlamaAPI
+
+    a, b = tmp_path / "a" / "model.gguf", tmp_path / "b" / "model.gguf"
+    for path, body in ((a, b"GGUF one"), (b, b"GGUF two!")):
+        path.parent.mkdir()
+        path.write_bytes(body)
+    ea = LocalLlamaAPI(str(a), ModelOptions()).endpoint
+    eb = LocalLlamaAPI(str(b), ModelOptions()).endpoint
+    assert ea != eb and "model.gguf" in ea
+
+
+def test_litellm_cache_identity_includes_api_base(monkeypatch):
+    import sys
+    import types
+
+    # the identity needs no call: a stand-in module lets the provider be built without litellm
+    monkeypatch.setitem(sys.modules, "litellm", types.ModuleType("litellm"))
+    from aart.llm import ModelOptions
+    from aart.llm.providers.litellm import LiteLLMAPI
+
+    one = LiteLLMAPI("ollama/llama3", ModelOptions(base_url="http://127.0.0.1:1")).endpoint
+    two = LiteLLMAPI("ollama/llama3", ModelOptions(base_url="http://127.0.0.1:2")).endpoint
+    assert one != two

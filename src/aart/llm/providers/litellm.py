@@ -21,6 +21,11 @@ class LiteLLMAPI(ModelAPI):
             ) from e
         self._litellm = litellm
 
+    @property
+    def endpoint(self) -> str:
+        # the same model name behind another api_base is another endpoint
+        return f"{self.model}@{self.options.base_url or 'default'}"
+
     async def complete(
         self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
     ) -> RawResponse:
