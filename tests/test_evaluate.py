@@ -252,3 +252,14 @@ def test_topup_fills_only_the_gaps(tmp_path, mini_recipe):
         after = run.db.call_totals()["calls"]
     assert after - before == 4  # only the new attempts were generated
     assert stats.requested == 18 + 12 and stats.prompts == 30
+
+
+def test_lexical_diversity_with_texts_that_have_no_words():
+    from aart.evaluate.diversity import diversity
+
+    same = ["a poem about rules"] * 3
+    d = diversity(same + ["🙂🙂", "🎉", "🙂"], self_bleu_sample=10)
+    # 15 pairs: the 3 pairs of identical texts have cosine 1, the rest 0 -> 1 - 3/15
+    assert d["lexical_diversity"] == pytest.approx(0.8)
+    only_emoji = diversity(["🙂", "🎉", "🙂🙂"], self_bleu_sample=10)
+    assert 0.0 <= only_emoji["lexical_diversity"] <= 1.0

@@ -84,6 +84,7 @@ class GramStats:
 
     def __init__(self, dim: int) -> None:
         self.n = 0
+        self.nonzero = 0  # a text without tokens has a zero vector: similar to nothing
         self.total = np.zeros(dim, dtype=np.float64)
         self.gram = np.zeros((dim, dim), dtype=np.float64)
 
@@ -92,14 +93,16 @@ class GramStats:
         norms = np.linalg.norm(x, axis=1, keepdims=True)
         x = x / np.where(norms == 0, 1, norms)
         self.n += x.shape[0]
+        self.nonzero += int((norms > 0).sum())
         self.total += x.sum(axis=0)
         self.gram += x.T @ x
 
     def mean_pairwise_cosine(self) -> float:
-        """Mean cosine over distinct pairs: (|sum x|^2 - n) / (n (n - 1))."""
+        """Mean cosine over distinct pairs: (|sum x|^2 - sum |x|^2) / (n (n - 1)), where
+        |x|^2 is 1 for a normalized vector and 0 for an empty text's."""
         if self.n < 2:
             return 0.0
-        return float((self.total @ self.total - self.n) / (self.n * (self.n - 1)))
+        return float((self.total @ self.total - self.nonzero) / (self.n * (self.n - 1)))
 
     def vendi(self) -> float:
         """Vendi score, exp of the entropy of the eigenvalues of K/n, K = X X^T; the non-zero
