@@ -247,6 +247,9 @@ def test_topup_fills_only_the_gaps(tmp_path, mini_recipe):
         "poem",
         "story",
     ]
+    with Run.open(out) as run:  # again before generating: nothing is appended twice
+        again = topup_run(run, min_count=100, axes=["formats"])
+        assert again["attempts_added"] == 0 and len(run.read_blueprint()) == 6 + 4
     stats = aart.generate(out)
     with Run.open(out) as run:
         after = run.db.call_totals()["calls"]

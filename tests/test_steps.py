@@ -99,6 +99,30 @@ def test_scope_filters_and_counts(tmp_path):
     assert plan.attempts == 6 and plan.expected_prompts == 18
 
 
+def test_scope_filters_ignore_case_and_the_dry_run_ignores_them_for_enumerated_values(tmp_path):
+    text = MINI_RECIPE.replace(
+        "    values: [rule breaking, unsafe advice, privacy leaks]",
+        "    values: [Rule Breaking, Unsafe Advice, Privacy Leaks]",
+    ).replace(
+        "  queries_per_attempt: 3",
+        """  queries_per_attempt: 3
+  filters:
+    concepts: {keep: [rule breaking, PRIVACY LEAKS]}
+    formats: {drop: [Poem]}
+    regions: {keep_regex: ["^north"]}""",
+    )
+    recipe = write_recipe(tmp_path, text)
+    est = aart.dry_run(recipe)  # regions are not enumerated yet: no spurious "no values"
+    assert est["attempts"] == 4
+    out = tmp_path / "run"
+    aart.define(recipe, out)
+    (out / "dimensions" / "regions.yaml").write_text("values: [north sea, north cape, south]\n")
+    plan = aart.scope(out)
+    assert set(plan.uses["concepts"]) == {"Rule Breaking", "Privacy Leaks"}
+    assert set(plan.uses["formats"]) == {"email", "how-to", "story"}
+    assert set(plan.uses["regions"]) == {"north sea", "north cape"}
+
+
 def test_scope_refuses_counts_the_edited_values_cannot_meet(mini_recipe, tmp_path):
     out = tmp_path / "run"
     aart.define(mini_recipe, out)

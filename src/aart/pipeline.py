@@ -207,13 +207,13 @@ def dry_run(
             define_calls += cats + (1 if spec.categories else 0)
             define_tokens += (cats + 1) * (300 + 8 * spec.count)
             vals = [f"{name} {i}" for i in range(1, spec.count * cats + 1)]
-        if name in r.scope.filters:
-            vals = [
-                v.value
-                for v in apply_filter(
-                    [Value(value=x) for x in vals], r.scope.filters[name], r.scope.seed
-                )
-            ]
+        f = r.scope.filters.get(name)
+        if f is not None and dim.enumerate is not None:
+            # Values Step 1 has not enumerated yet cannot be matched by keep/drop lists or
+            # regexes; only the cap on their number is known.
+            f = f.model_copy(update={"keep": [], "drop": [], "keep_regex": [], "drop_regex": []})
+        if f is not None:
+            vals = [v.value for v in apply_filter([Value(value=x) for x in vals], f, r.scope.seed)]
         values[name] = vals
     blueprint = build_blueprint(r, values)
     gen_model = model or r.models.for_stage("generate")

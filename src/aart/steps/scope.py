@@ -22,13 +22,15 @@ from .prompting import completion_estimate, render_messages
 
 
 def apply_filter(values: list[Value], f: Filter, seed: int) -> list[Value]:
-    keep = {k.lower() for k in f.keep}
-    drop = {d.lower() for d in f.drop}
+    """The values ``f`` keeps. keep/drop compare case-insensitively (explicit values keep
+    their case, enumerated ones are lowercase); regexes search the value as written."""
+    keep = {k.casefold() for k in f.keep}
+    drop = {d.casefold() for d in f.drop}
     out = [
         v
         for v in values
-        if (not keep or v.value in keep)
-        and v.value not in drop
+        if (not keep or v.value.casefold() in keep)
+        and v.value.casefold() not in drop
         and (not f.keep_regex or any(re.search(p, v.value) for p in f.keep_regex))
         and not any(re.search(p, v.value) for p in f.drop_regex)
     ]

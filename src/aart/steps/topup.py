@@ -41,6 +41,9 @@ def topup_run(
     s = run.recipe.scope
     rng = random.Random(s.seed + len(texts))
     blueprint = run.read_blueprint()
+    # Running topup again before generating finds the same gaps and draws the same cells:
+    # those attempts are in the blueprint already and are not appended twice.
+    existing = {json.dumps([a.get("topup_for"), a["cells"]], sort_keys=True) for a in blueprint}
     new: list[dict[str, Any]] = []
     gaps: dict[str, list[str]] = {}
     for axis in axes or list(values):
@@ -54,6 +57,8 @@ def topup_run(
                     {a: v if a == axis else rng.choice(vals).value for a, vals in values.items()}
                     for _ in range(s.queries_per_attempt)
                 ]
+                if json.dumps([{axis: v}, cells], sort_keys=True) in existing:
+                    continue
                 index = len(blueprint) + len(new) + 1
                 new.append(make_attempt(index, cells, topup_for={axis: v}))
     lines = "".join(json.dumps(a, ensure_ascii=False) + "\n" for a in new)
