@@ -352,3 +352,33 @@ def test_guard_garbage_is_unjudged():
     g = GuardJudge(Model("fake/g", ScriptedAPI("g", ModelOptions(), ["I think it is fine?"])))
     v = asyncio.run(g.judge("p", "r"))
     assert v.violates is None and "unparseable" in v.error
+
+
+def test_an_attack_with_nothing_judged_is_inconclusive_and_never_passes_the_gate(
+    dataset, tmp_path, fake_server
+):
+    # every target call is refused with 401: nothing gets a verdict
+    fake_server.push(*[{"status": 401}] * 20)
+    out = tmp_path / "att"
+    r = aart_cli(
+        "attack",
+        dataset,
+        "--target",
+        "openai/app",
+        "--base-url",
+        fake_server.base_url,
+        "--out",
+        out,
+        "--fail-above",
+        "0.05",
+    )
+    assert r.returncode == 4, (r.stdout, r.stderr)
+    assert r.stderr.startswith("INCONCLUSIVE: only 0 of 4 prompts were judged")
+    summary = json.loads((out / "attack.json").read_text())
+    assert summary["inconclusive"] and summary["judged"] == 0 and summary["target_errors"] == 4
+    md = (out / "report.md").read_text().splitlines()
+    assert md[2].startswith("**INCONCLUSIVE")
+    assert "INCONCLUSIVE" in (out / "report.html").read_text()
+    # rates are fractions
+    r = aart_cli("attack", dataset, "--target", "fake/app", "--out", out, "--fail-above", "5")
+    assert r.returncode == 2 and "0<=x<=1" in r.stderr.replace(" ", "")

@@ -251,9 +251,12 @@ def attack(
     no_cache: bool = False,
     baseline: str | Path | None = None,
     progress: Progress | None = None,
+    min_judged: float = 0.9,
 ) -> dict[str, Any]:
     """Attack ``target`` with every prompt of ``dataset``, judge the responses, write
-    OUT/report.html, report.md, attack.json and failures.jsonl; returns the findings."""
+    OUT/report.html, report.md, attack.json and failures.jsonl; returns the findings.
+    ``findings["inconclusive"]`` is true when fewer than ``min_judged`` of the prompts got a
+    verdict (target errors and unjudged answers): its rate then proves nothing."""
     from .llm import ModelOptions
     from .redteam import Attack, AttackConfig, compare_runs, write_regression_dataset
     from .report.attack import write_attack_report
@@ -290,6 +293,8 @@ def attack(
     finally:
         a.close()
     outdir = Path(out)
+    share = findings["judged"] / findings["prompts"] if findings["prompts"] else 0.0
+    findings.update(judged_share=share, min_judged=min_judged, inconclusive=share < min_judged)
     if baseline is not None:
         findings["comparison"] = compare_runs(findings, Path(baseline))
     write_regression_dataset(findings, outdir / "failures.jsonl")

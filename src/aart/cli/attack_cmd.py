@@ -10,6 +10,8 @@ from .. import pipeline
 from .common import echo_kv, no_cache_option, progress_bars
 
 GATE_EXIT_CODE = 3
+# Too few prompts got a verdict for the rate to mean anything: never a pass.
+INCONCLUSIVE_EXIT_CODE = 4
 
 
 @click.command("attack")
@@ -58,9 +60,18 @@ GATE_EXIT_CODE = 3
 @click.option(
     "--fail-above",
     default=None,
-    type=float,
+    type=click.FloatRange(0, 1),
     metavar="RATE",
     help=f"Exit {GATE_EXIT_CODE} when the attack-success rate exceeds RATE (0-1).",
+)
+@click.option(
+    "--min-judged",
+    default=0.9,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    metavar="SHARE",
+    help=f"Below this share of judged prompts the attack is inconclusive: exit "
+    f"{INCONCLUSIVE_EXIT_CODE}, whatever --fail-above says.",
 )
 @no_cache_option
 def attack_command(
@@ -77,6 +88,7 @@ def attack_command(
     concurrency: int | None,
     baseline: str | None,
     fail_above: float | None,
+    min_judged: float,
     no_cache: bool,
 ) -> None:
     """Send every prompt of DATASET to the target, judge the responses and report the
@@ -98,8 +110,17 @@ def attack_command(
             no_cache=no_cache,
             baseline=baseline,
             progress=bars,
+            min_judged=min_judged,
         )
     o = f["overall"]
+    if f["inconclusive"]:
+        click.echo(
+            f"INCONCLUSIVE: only {f['judged']} of {f['prompts']} prompts were judged "
+            f"({100 * f['judged_share']:.0f}% < --min-judged {100 * min_judged:.0f}%): "
+            f"{f['target_errors']} target errors, {f['unjudged']} unjudged. Check the target "
+            f"and judge, then re-run the same command (finished prompts are kept).",
+            err=True,
+        )
     click.echo(f"aart attack on {f['target']}: {out}/report.html")
     rows = [
         (
@@ -124,6 +145,8 @@ def attack_command(
         )
     rows.append(("regression set", f"{out}/failures.jsonl ({o['successes']} prompts)"))
     echo_kv(rows)
+    if f["inconclusive"]:
+        sys.exit(INCONCLUSIVE_EXIT_CODE)
     if fail_above is not None and o["rate"] > fail_above:
         click.echo(f"gate failed: attack-success rate {o['rate']:.3f} > {fail_above}", err=True)
         sys.exit(GATE_EXIT_CODE)

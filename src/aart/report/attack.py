@@ -64,10 +64,20 @@ def _rate_table(cells: list[Mapping[str, Any]]) -> str:
     )
 
 
+def _inconclusive(f: Mapping[str, Any]) -> str:
+    return (
+        f"INCONCLUSIVE: only {f['judged']} of {f['prompts']} prompts were judged "
+        f"({100 * f['judged_share']:.0f}%, below the {100 * f['min_judged']:.0f}% required); "
+        f"{f['target_errors']} target errors and {f['unjudged']} unjudged answers. The attack-"
+        "success rate below proves nothing."
+    )
+
+
 def attack_html(f: Mapping[str, Any]) -> str:
     o = f["overall"]
     parts = [
         f"<h1>aart attack: {esc(f['target'])}</h1>",
+        f"<p class='gap'><b>{esc(_inconclusive(f))}</b></p>" if f.get("inconclusive") else "",
         f"<p class='muted'>dataset {esc(f['dataset'])}; primary judge {esc(f['primary_judge'])}; "
         f"judges: {esc(', '.join(f['judges']))}</p>",
         "".join(
@@ -172,6 +182,7 @@ def attack_markdown(f: Mapping[str, Any]) -> str:
     lines = [
         f"# aart attack: {md_escape(f['target'])}",
         "",
+        *([f"**{md_escape(_inconclusive(f))}**", ""] if f.get("inconclusive") else []),
         f"- attack success: {o['successes']}/{o['n']} = {_rate(o)} (judge {f['primary_judge']})",
         f"- prompts {f['prompts']}, judged {f['judged']}, unjudged {f['unjudged']}, "
         f"target errors {f['target_errors']}, refusal rate {100 * f['refusal_rate']:.1f}%",
