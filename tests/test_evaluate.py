@@ -266,3 +266,40 @@ def test_lexical_diversity_with_texts_that_have_no_words():
     assert d["lexical_diversity"] == pytest.approx(0.8)
     only_emoji = diversity(["🙂", "🎉", "🙂🙂"], self_bleu_sample=10)
     assert 0.0 <= only_emoji["lexical_diversity"] <= 1.0
+
+
+@pytest.mark.parametrize(
+    "value,text,matches",
+    [
+        ("us", "using a tool", False),
+        ("us", "the tool uses it", False),
+        ("us", "made in the US.", True),
+        ("news", "a new idea", False),
+        ("news", "the news today", True),
+        ("arms", "raise an arm", False),
+        ("arms", "small arms trade", True),
+        ("wales", "a wal mart", False),
+        ("wales", "North Wales", True),
+        ("phishing", "«phishing»", True),
+        ("phishing", "¿phishing?", True),
+        ("phishing", "phishing。", True),
+        ("café", "cafe\u0301 owners", True),  # decomposed é
+        ("Straße", "STRASSE signs", True),  # casefold
+        ("poem", "two poems", True),
+        ("box", "three boxes", True),
+        ("policy", "our policies", True),
+        ("policies", "one policy", True),
+        ("manuals", "a manual", True),
+        ("how-tos", "a how to", True),
+        ("email", "emailing a friend", True),
+        ("how-to guide", "a how to guide", True),
+        ("poem", "a poetry book", False),
+        ("eastern africa", "in Eastern Africa,", True),
+        ("africa", "south african", False),
+    ],
+)
+def test_keyword_matching_table(value, text, matches):
+    from aart.evaluate.keywords import KeywordMatcher
+
+    m = KeywordMatcher({"axis": [Value(value=value)]})
+    assert bool(m.match(text)) is matches

@@ -1,43 +1,58 @@
 """Keyword coverage in one pass: an Aho-Corasick automaton over every value (with aliases and
-simple inflections) of every axis, matched on word boundaries in lowercased text."""
+the inflections that belong to it) of every axis, matched on Unicode word boundaries in NFC,
+casefolded text."""
 
 from __future__ import annotations
 
-import string
+import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 
 import ahocorasick
 
 from ..recipe import Value
 
-# Lowercase, and turn everything that is not a letter or digit into a space, so that word
-# boundaries become spaces and "how-to" matches "how to".
-_KEEP = set(string.ascii_lowercase + string.digits)
-_TABLE = {i: (chr(i).lower() if chr(i).lower() in _KEEP else " ") for i in range(128)}
-_TABLE.update({ord(c): " " for c in "\u00a0\u2018\u2019\u201c\u201d\u2013\u2014\u2026"})
+# Everything that is not a letter or digit, in any script, is a word boundary: "how-to"
+# matches "how to", and «phishing», ¿phishing? and "phishing。" all hold the word phishing.
+_NON_WORD = re.compile(r"[\W_]+")
+_SIBILANT = ("ss", "x", "z", "ch", "sh")
 
 
 def normalize_for_match(text: str) -> str:
-    return " " + text.translate(_TABLE).lower() + " "
+    """NFC, casefolded, every run of non-word characters one space, padded with spaces."""
+    text = unicodedata.normalize("NFC", text).casefold()
+    return " " + _NON_WORD.sub(" ", text).strip() + " "
 
 
 def inflections(phrase: str) -> set[str]:
-    """The phrase with its last word as written, plural/singular and -ing forms."""
+    """The phrase with its last word as written and in the forms that belong to it: a regular
+    plural (poem -> poems, box -> boxes, policy -> policies), the singular of a clear plural
+    (policies -> policy, boxes -> box, memos -> memo, manuals -> manual) and the -ing form of a
+    verb-like word (email -> emailing). Short words get no forms ("us" must not match
+    "using"), and short or ambiguous words ending in s keep it ("news" is not "new", "arms" is
+    not "arm", "bus" is not "bu")."""
     words = normalize_for_match(phrase).split()
     if not words:
         return set()
     head, last = words[:-1], words[-1]
-    forms = {last, last + "s", last + "es", last + "ing"}
-    if last.endswith("y") and len(last) > 2:
-        forms.add(last[:-1] + "ies")
-    if last.endswith("e"):
-        forms.add(last[:-1] + "ing")
-    if last.endswith("ies") and len(last) > 4:
-        forms.add(last[:-3] + "y")
-    if last.endswith("es") and len(last) > 3:
-        forms.add(last[:-2])
-    if last.endswith("s") and len(last) > 2:
-        forms.add(last[:-1])
+    forms = {last}
+    if len(last) >= 3 and last.isalpha():
+        if last.endswith(_SIBILANT):
+            forms.add(last + "es")
+        elif last.endswith("y") and last[-2] not in "aeiou":
+            forms.add(last[:-1] + "ies")
+        elif not last.endswith("s"):
+            forms.add(last + "s")
+        if last.endswith("ies") and len(last) > 4:
+            forms.add(last[:-3] + "y")
+        elif last.endswith("es") and last[:-2].endswith((*_SIBILANT, "s")) and len(last) > 4:
+            forms.add(last[:-2])
+        elif last.endswith(("as", "os")) or (
+            len(last) >= 5 and last.endswith("s") and last[-2] not in "siuw"
+        ):
+            forms.add(last[:-1])  # memos -> memo, manuals -> manual; not news, arms, bus
+        if len(last) >= 4 and not last.endswith(("ing", "s")):
+            forms.add((last[:-1] if last.endswith("e") else last) + "ing")
     return {" ".join([*head, f]) for f in forms}
 
 
