@@ -398,3 +398,18 @@ def test_near_duplicate_values():
     assert near_duplicate("how-to guide", "how-to guides")
     assert not near_duplicate("eastern africa", "western africa")
     assert not near_duplicate("northern africa", "southern africa")
+
+
+def test_lowering_queries_keeps_the_other_cells_and_pays_nothing(tmp_path):
+    out = tmp_path / "run"
+    first = aart.run(write_recipe(tmp_path, explicit()), out=out)
+    assert first.stats.prompts == 18
+    bp = [json.loads(line) for line in (out / "blueprint.jsonl").read_text().splitlines()]
+    bp[0]["queries"] = 1  # was 3
+    (out / "blueprint.jsonl").write_text("".join(json.dumps(a) + "\n" for a in bp))
+    stats = aart.generate(out)
+    again = aart.run(write_recipe(tmp_path, explicit()), out=out)
+    assert stats.requested == 16 and stats.prompts == 16
+    assert again.usage["calls"] == first.usage["calls"]  # no extra paid call
+    kept = rows(out / "dataset.jsonl")
+    assert sum(r["provenance"]["attempt_id"] == bp[0]["id"] for r in kept) == 1

@@ -287,7 +287,12 @@ class Generator:
         cells, so a top-up of one cell does not pay a whole prompt for it."""
         cells_of = {a["id"]: a["cells"] for a in self.blueprint}
         if round_ == 0:
-            groups = [[(a["id"], i) for i in range(a["queries"])] for a in self.blueprint]
+            # one job per attempt, for the cells no earlier run has filled yet
+            missing = set(needs)
+            groups = [
+                [(a["id"], i) for i in range(a["queries"]) if (a["id"], i) in missing]
+                for a in self.blueprint
+            ]
         else:
             size = self.recipe.scope.queries_per_attempt
             groups = [needs[i : i + size] for i in range(0, len(needs), size)]
@@ -343,14 +348,14 @@ class Generator:
             p = r["provenance"]
             return order[p["attempt_id"]], p["cell_index"], p["round"]
 
-        candidates = sorted(
-            (
-                r
-                for r in self.run.db.records(STAGE, jobs)
-                if r["provenance"]["cell_index"] < len(cells[r["provenance"]["attempt_id"]])
-            ),
-            key=key,
-        )
+        def stands(r: dict[str, Any]) -> bool:
+            """The record's cell is still at its place in the blueprint (a lowered `queries`
+            or an edited cell leaves it out; the other cells of its job keep their records)."""
+            p = r["provenance"]
+            here = cells.get(p["attempt_id"], [])
+            return p["cell_index"] < len(here) and here[p["cell_index"]] == r["cell"]
+
+        candidates = sorted(filter(stands, self.run.db.records(STAGE)), key=key)
         index = DuplicateIndex(self.recipe.generate.near_duplicate_threshold)
         kept: list[dict[str, Any]] = []
         filled: set[tuple[str, int]] = set()
@@ -439,7 +444,7 @@ class Generator:
         ]
 
     async def run_all(self) -> GenerateStats:
-        self._add_round(0, [], {})
+        self._add_round(0, self._needs(self.dataset()[0]), {})
         for round_ in range(self.recipe.generate.max_topups + 1):
             await run_pool(self.run.db.pending_jobs(STAGE), self._work, self.model.concurrency)
             if round_ == self.recipe.generate.max_topups:
