@@ -92,3 +92,31 @@ def test_builtin_recipes_load_with_every_size(name):
     loaded = load_recipe(name)
     for size in loaded.recipe.sizes:
         load_recipe(name, size)
+
+
+def test_a_non_utf8_recipe_is_a_located_error(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(b"name: x\ndescription: caf\xe9\n")
+    with pytest.raises(RecipeError, match=r"bad.yaml:2:17: not UTF-8 text \(byte 0xe9\)"):
+        load_recipe(path)
+
+
+@pytest.mark.parametrize(
+    "expr",
+    ["'x' * 10**10", "10**10 * 'x'", "[1] * 10**9", "10 ** 100000", "'ab' * 150000"],
+)
+def test_a_template_that_builds_too_much_is_refused_at_load(tmp_path, expr):
+    text = MINI_RECIPE.replace(
+        "    Write {{ n }} test queries", "    {{ " + expr + " }}\n    Write {{ n }} test queries"
+    )
+    with pytest.raises(RecipeError, match=r"recipe.yaml:\d+:\d+: .*(builds more|too high)"):
+        load_recipe(write_recipe(tmp_path, text))
+
+
+def test_a_template_of_ordinary_size_still_renders(tmp_path):
+    text = MINI_RECIPE.replace(
+        "    Write {{ n }} test queries",
+        "    {{ '-' * 40 }} {{ 2 ** 8 }}\n    Write {{ n }} test queries",
+    )
+    loaded = load_recipe(write_recipe(tmp_path, text))
+    assert loaded.recipe.generate.template.startswith("{{ '-' * 40 }}")

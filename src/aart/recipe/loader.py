@@ -107,6 +107,9 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     return out
 
 
+#: recipes are shared documents: a bound keeps a hostile one from exhausting memory
+MAX_RECIPE_BYTES = 1_000_000
+
 _FIXES = {
     "extra_forbidden": "remove this key or correct its spelling (see the recipe reference in the README)",
     "missing": "add this key",
@@ -123,7 +126,25 @@ _FIXES = {
 def load_recipe(name_or_path: str | Path, size: str | None = None) -> LoadedRecipe:
     """Load and validate a recipe (path or built-in name), optionally applying a named size."""
     path = resolve_recipe_path(name_or_path)
-    text = path.read_text(encoding="utf-8")
+    raw = path.read_bytes()
+    if len(raw) > MAX_RECIPE_BYTES:
+        raise RecipeError(
+            f"the file is {len(raw):,} bytes; a recipe may have at most {MAX_RECIPE_BYTES:,}",
+            file=str(path),
+            fix="move long lists into the dimension files of a run, or shorten the recipe",
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        column = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise RecipeError(
+            f"not UTF-8 text (byte 0x{raw[e.start]:02x})",
+            file=str(path),
+            line=line,
+            column=column,
+            fix="save the recipe as UTF-8",
+        ) from None
     try:
         node = yaml.compose(text)
         data = yaml.safe_load(text)

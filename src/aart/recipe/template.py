@@ -15,7 +15,34 @@ if TYPE_CHECKING:
 
 #: what a template may use
 CONTEXT_NAMES = {"application", "values", "cells", "dimensions", "n", "fields", "attempt_id"}
-_ENV = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
+#: the most characters (or items) a template may build with one operation, or render in all
+MAX_BUILD = 200_000
+
+
+class BoundedSandbox(ImmutableSandboxedEnvironment):
+    """The immutable sandbox, plus bounds on what arithmetic may build: repeating or joining
+    strings and lists, and powers. Intercepted operators are never constant-folded at compile
+    time, so `{{ 'x' * 10**10 }}` is refused too."""
+
+    intercepted_binops = frozenset({"*", "+", "**"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "*":
+            for seq, k in ((left, right), (right, left)):
+                if isinstance(seq, (str, list, tuple)) and isinstance(k, int):
+                    if len(seq) * k > MAX_BUILD:
+                        raise SecurityError(f"the template builds more than {MAX_BUILD:,} items")
+        elif operator == "+":
+            if isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
+                if len(left) + len(right) > MAX_BUILD:
+                    raise SecurityError(f"the template builds more than {MAX_BUILD:,} items")
+        elif operator == "**" and isinstance(left, int) and isinstance(right, int):
+            if right > 0 and abs(left) > 1 and abs(left).bit_length() * right > 4096:
+                raise SecurityError("the template raises a number to too high a power")
+        return super().call_binop(context, operator, left, right)
+
+
+_ENV = BoundedSandbox(undefined=StrictUndefined, autoescape=False)
 
 
 def _template_line(loaded: LoadedRecipe, lineno: int, key: str = "template") -> int | None:
@@ -28,11 +55,35 @@ def _template_line(loaded: LoadedRecipe, lineno: int, key: str = "template") -> 
 
 
 def check_template(loaded: LoadedRecipe) -> None:
-    """Refuse unknown names and unknown dimensions before any call is spent."""
+    """Refuse unknown names and unknown dimensions before any call is spent, and a template
+    that builds too much when rendered for a stand-in attempt."""
     g = loaded.recipe.generate
     _check(loaded, "template", g.template, CONTEXT_NAMES, ("values", "dimensions"))
     if g.cell_template is not None:
         _check(loaded, "cell_template", g.cell_template, {"cell"}, ("cell",))
+    dims = list(loaded.recipe.dimensions)
+    cell = {d: "value" for d in dims}
+    trial = {
+        "application": loaded.recipe.application.model_dump(),
+        "values": {d: ["value"] for d in dims},
+        "cells": [cell],
+        "dimensions": {d: {"description": ""} for d in dims},
+        "n": 1,
+        "fields": [],
+        "attempt_id": "a00001",
+    }
+    for key, src, context in (
+        ("template", g.template, trial),
+        ("cell_template", g.cell_template, {"cell": cell}),
+    ):
+        if src is None:
+            continue
+        try:
+            render(src, context)
+        except TemplateRefused as e:
+            raise loaded.error(("generate", key), e.reason, e.fix or "") from None
+        except Exception:  # noqa: BLE001, S110 - stand-in values need not fit every template
+            pass
 
 
 def _check(
@@ -75,14 +126,29 @@ def _check(
             )
 
 
+class TemplateRefused(RecipeError):
+    """The sandbox refused what a template tried: Python internals, or building too much."""
+
+    def __init__(self, reason: str, *, fix: str) -> None:
+        self.reason = reason
+        super().__init__(reason, fix=fix)
+
+
 def render(template: str, context: dict[str, Any]) -> str:
-    """Render in the sandbox; attempts to reach Python internals raise RecipeError."""
+    """Render in the sandbox; attempts to reach Python internals, or to build more than
+    MAX_BUILD characters, raise TemplateRefused."""
     try:
-        return _ENV.from_string(template).render(**context)
+        out = _ENV.from_string(template).render(**context)
     except SecurityError as e:
-        raise RecipeError(
-            f"generate.template tried something unsafe and was refused: {e}",
-            fix="templates may only read the values they are given",
+        raise TemplateRefused(
+            f"the template tried something unsafe and was refused: {e}",
+            fix="templates may only read the values they are given, and build little",
         ) from None
     except UndefinedError as e:
         raise RecipeError(f"generate.template: {e.message}") from None
+    if len(out) > MAX_BUILD:
+        raise TemplateRefused(
+            f"the template renders {len(out):,} characters, more than {MAX_BUILD:,}",
+            fix="shorten the template",
+        )
+    return out
