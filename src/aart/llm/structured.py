@@ -9,17 +9,10 @@ from typing import Any
 import json_repair
 import jsonschema
 
+from ..refusal import reply_refuses
+
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?(</\1>|$)", re.S | re.I)
 _FENCE = re.compile(r"```(?:json|JSON|jsonl)?\s*\n?(.*?)(```|$)", re.S)
-
-REFUSAL_PATTERNS = re.compile(
-    r"\b(I can(?:'|no)t (?:help|assist|provide|create|generate|comply|fulfil)"
-    r"|I(?: am|'m) (?:sorry|unable|not able)"
-    r"|I (?:won't|will not) (?:help|provide|create|generate)"
-    r"|as an AI(?: language model)?, I"
-    r"|I must (?:decline|refuse))",
-    re.I,
-)
 
 
 def strip_reasoning(text: str) -> str:
@@ -103,9 +96,9 @@ def schema_errors(value: Any, schema: dict[str, Any]) -> list[str]:
 
 
 def looks_like_refusal(text: str) -> bool:
-    """A cheap check for a model declining the request."""
-    head = strip_reasoning(text)[:400]
-    return bool(REFUSAL_PATTERNS.search(head))
+    """Whether a model's reply refuses (see :mod:`aart.refusal`, which also tells partial
+    refusals and generated prompts apart)."""
+    return reply_refuses(text)
 
 
 def schema_instructions(schema: dict[str, Any]) -> str:

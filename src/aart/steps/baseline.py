@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import UsageError
-from ..llm import GenerateConfig, Message, Model, looks_like_refusal
+from ..llm import GenerateConfig, Message, Model
+from ..refusal import prompt_is_refusal, reply_refuses
 from ..runner import run_pool
 from ..store.export import read_jsonl, write_jsonl
 
@@ -103,7 +104,7 @@ async def run_baseline(
         if not q:
             blanks += 1
             continue
-        if looks_like_refusal(q):
+        if reply_refuses(results[i]["raw"]) or prompt_is_refusal(q):
             refusals += 1
             continue
         rows.append(

@@ -19,8 +19,9 @@ from typing import Any
 
 from ..errors import RuntimeFailure, StructuredOutputError
 from ..evaluate.keywords import KeywordMatcher, normalize_for_match
-from ..llm import GenerateConfig, Message, Model, looks_like_refusal
+from ..llm import GenerateConfig, Message, Model
 from ..recipe import Dimension, Recipe, Value
+from ..refusal import reply_refuses
 from ..store.rundir import Run
 from .common import application_brief
 
@@ -275,7 +276,7 @@ class Enumerator:
                 continue
             raw_values = out.parsed.get("values") if isinstance(out.parsed, dict) else None
             if not isinstance(raw_values, list):
-                refused = looks_like_refusal(out.text)
+                refused = reply_refuses(out.text)
                 report.refusals += refused
                 rephrase = rephrase or refused
                 continue

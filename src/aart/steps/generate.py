@@ -13,8 +13,9 @@ from typing import Any
 
 from ..cells import attempt_values
 from ..errors import StructuredOutputError
-from ..llm import GenerateConfig, Model, looks_like_refusal
+from ..llm import GenerateConfig, Model
 from ..recipe import Recipe
+from ..refusal import prompt_is_refusal, reply_refuses
 from ..runner import run_pool
 from ..store.export import write_csv, write_jsonl, write_parquet
 from ..store.rundir import Run
@@ -130,7 +131,7 @@ def validate_item(
             value = canon
         clean[f["name"]] = value
     prompt = clean[g.prompt_field]
-    if looks_like_refusal(prompt):
+    if prompt_is_refusal(prompt):
         return None, "refusal"
     words = len(prompt.split())
     if words < g.min_words:
@@ -186,7 +187,7 @@ class Generator:
                 msgs, cfg, output_schema(self.recipe, attempt), validate=False, tag=jid
             )
         except StructuredOutputError as e:
-            stage = REFUSED if looks_like_refusal(e.raw_text) else INVALID
+            stage = REFUSED if reply_refuses(e.raw_text) else INVALID
             records.append(
                 (f"{jid}:call", stage, {"reason": str(e), "raw_text": e.raw_text[:2000]})
             )
@@ -207,7 +208,7 @@ class Generator:
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         items = _items_of(out.parsed)
-        if not items and looks_like_refusal(out.text):
+        if not items and reply_refuses(out.text):
             records.append(
                 (f"{jid}:call", REFUSED, {"reason": "refusal", "raw_text": out.text[:2000]})
             )
