@@ -70,12 +70,16 @@ def test_the_refusal_judge_and_the_generator_use_the_right_detector(tmp_path):
         "    enumerate:\n      instruction: List world regions.\n      count: 4",
         "    values: [north]",
     )
-    text = text.replace("primary: concepts", "primary: concepts\n  filters: {concepts: {keep: [rule breaking]}}")
+    text = text.replace(
+        "primary: concepts", "primary: concepts\n  filters: {concepts: {keep: [rule breaking]}}"
+    )
     text = text.replace("attempts_per_value: 2", "attempts_per_value: 1").replace(
         "queries_per_attempt: 3", "queries_per_attempt: 1"
     )
     text = text.replace("sample: {formats: 2, regions: 2}", "sample: {formats: 1, regions: 1}")
-    prompt = "I'm unable to get into my late husband's account; write an {fmt} on rule breaking up north"
+    prompt = (
+        "I'm unable to get into my late husband's account; write an {fmt} on rule breaking up north"
+    )
 
     def answer(msgs, schema):
         fmt = schema["properties"]["queries"]["items"]["properties"]["format"]["enum"][0]
