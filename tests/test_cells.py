@@ -413,3 +413,36 @@ def test_lowering_queries_keeps_the_other_cells_and_pays_nothing(tmp_path):
     assert again.usage["calls"] == first.usage["calls"]  # no extra paid call
     kept = rows(out / "dataset.jsonl")
     assert sum(r["provenance"]["attempt_id"] == bp[0]["id"] for r in kept) == 1
+
+
+def test_raising_the_budget_and_rerunning_continues_the_run(tmp_path):
+    from aart.errors import UsageError
+    from aart.llm import BudgetExhausted
+
+    # one refusal makes a seventh call necessary: over max_calls 6, within the plan's 6
+    answered = []
+
+    def refuse_once(msgs, schema):
+        answered.append(1)
+        return (
+            "I'm sorry, but I can't help with that."
+            if len(answered) == 1
+            else faithful_answer(msgs, schema)
+        )
+
+    register_script("budgeted", [refuse_once])
+    text = explicit().replace("default: fake/test", "default: budgeted/x\n  concurrency: 1")
+    text += "budget: {max_calls: 6}\n"
+    recipe = write_recipe(tmp_path, text)
+    out = tmp_path / "run"
+    with pytest.raises(BudgetExhausted, match="raise `budget:` in the recipe"):
+        aart.run(recipe, out=out)
+    # the message's fix can be followed: a changed budget is not a "different recipe"
+    recipe.write_text(text.replace("max_calls: 6", "max_calls: 50"))
+    result = aart.run(recipe, out=out)
+    assert result.stats.prompts == 18 and result.usage["calls"] == 7
+    assert "max_calls: 50" in (out / "recipe.yaml").read_text()
+    # what the recipe asks for still may not change
+    recipe.write_text(text.replace("queries_per_attempt: 3", "queries_per_attempt: 2"))
+    with pytest.raises(UsageError, match="different recipe"):
+        aart.run(recipe, out=out)

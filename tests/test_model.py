@@ -17,6 +17,7 @@ from aart.llm import (
     RateLimiter,
     ScriptedAPI,
     cache_key,
+    get_model,
 )
 from aart.llm.providers.base import ModelAPI
 from aart.llm.types import RawResponse, Usage
@@ -136,3 +137,24 @@ def test_structured_failure_after_retries():
     with pytest.raises(StructuredOutputError):
         asyncio.run(model.generate(MSGS, GenerateConfig(), {"type": "object"}))
     assert len(api.calls) == 2
+
+
+def test_budget_is_reserved_before_the_concurrency_slot():
+    """max_calls 5 with 20 concurrent callers makes exactly 5 calls."""
+    budget = Budget(max_calls=5)
+    model = get_model("fake/slow", ModelOptions(concurrency=20), budget=budget)
+
+    async def one(i):
+        await asyncio.sleep(0)
+        try:
+            await model.generate([Message("user", f"q{i}")], GenerateConfig(0.0, 8, i))
+            return True
+        except BudgetExhausted:
+            return False
+
+    async def main():
+        return await asyncio.gather(*(one(i) for i in range(20)))
+
+    results = asyncio.run(main())
+    assert sum(results) == 5 and model.calls == 5 and budget.calls == 5
+    assert budget.in_flight == 0

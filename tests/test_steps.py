@@ -10,6 +10,7 @@ import aart
 from aart.errors import BudgetError, UsageError
 from aart.llm import register_script
 from aart.llm.providers.fake import cell_contexts
+from aart.recipe import load_recipe
 from aart.steps.define import normalize_value
 from aart.steps.generate import AART_COLUMNS
 from aart.store.rundir import Run
@@ -309,3 +310,24 @@ def test_run_over_budget_is_refused_before_step_one(tmp_path):
     text = text.replace("default: fake/test", "default: never/x")
     with pytest.raises(BudgetError, match="before any call"):
         aart.run(write_recipe(tmp_path, text), out=tmp_path / "run")
+
+
+def test_a_cost_cap_without_a_price_is_refused_before_any_call(tmp_path):
+    from aart.steps.common import check_priced
+
+    register_script("unpriced", [AssertionError("no call may be made")])
+    text = explicit_regions(MINI_RECIPE).replace("default: fake/test", "default: unpriced/x")
+    text += "budget: {max_cost: 100}\n"
+    out = tmp_path / "run"
+    with pytest.raises(UsageError, match="no price for unpriced/x"):
+        aart.run(write_recipe(tmp_path, text), out=out)
+    assert not out.exists()
+    priced = text + "prices: {unpriced/x: {input: 1.0, output: 2.0}}\n"
+    check_priced(load_recipe(write_recipe(tmp_path, priced, "priced.yaml")).recipe, "unpriced/x")
+
+
+def explicit_regions(text):
+    return text.replace(
+        "    enumerate:\n      instruction: List world regions.\n      count: 4",
+        "    values: [north, south]",
+    )

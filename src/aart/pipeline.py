@@ -15,7 +15,7 @@ from .errors import BudgetError
 from .llm import Model, estimate_tokens
 from .recipe import Value, load_recipe
 from .recipe.loader import LoadedRecipe
-from .steps.common import stage_model
+from .steps.common import check_priced, stage_model
 from .steps.define import define_report, define_run
 from .steps.generate import GenerateStats, generate_run
 from .steps.prompting import completion_estimate, render_messages
@@ -170,8 +170,12 @@ def run(
 
 
 def _check_planned_budget(recipe: str | Path, model: str | None, size: str | None) -> None:
-    """Refuse, before Step 1 spends anything, a run whose estimate exceeds the budget."""
-    b = load_recipe(recipe, size).recipe.budget
+    """Refuse, before Step 1 spends anything (or the run directory exists), a run whose
+    estimate exceeds the budget, or whose cost cap has no price to count against."""
+    r = load_recipe(recipe, size).recipe
+    for stage in ("define", "generate"):
+        check_priced(r, model or r.models.for_stage(stage))
+    b = r.budget
     if b.max_calls is None and b.max_tokens is None:
         return
     est = dry_run(recipe, model=model, size=size)

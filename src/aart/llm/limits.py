@@ -6,7 +6,7 @@ import asyncio
 import random
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..errors import RuntimeFailure, TransientError
 from .types import Usage
@@ -88,10 +88,22 @@ class Budget:
     calls: int = 0
     tokens: int = 0
     cost: float = 0.0
-    _warned: bool = field(default=False, repr=False)
+    #: calls started but not yet paid for: counted against max_calls, so concurrent callers
+    #: cannot all pass the check before any of them has spent
+    in_flight: int = 0
+
+    def reserve(self) -> None:
+        """Check the caps and hold one call; raise BudgetExhausted when a cap is reached.
+        Check and hold happen with no await between them, so under asyncio it is atomic."""
+        self.check()
+        self.in_flight += 1
+
+    def release(self) -> None:
+        """Give back a held call that was not paid for (a transport failure)."""
+        self.in_flight = max(0, self.in_flight - 1)
 
     def check(self) -> None:
-        if self.max_calls is not None and self.calls >= self.max_calls:
+        if self.max_calls is not None and self.calls + self.in_flight >= self.max_calls:
             raise BudgetExhausted(self._msg(f"{self.calls} calls of max_calls {self.max_calls}"))
         if self.max_tokens is not None and self.tokens >= self.max_tokens:
             raise BudgetExhausted(
@@ -103,11 +115,13 @@ class Budget:
     @staticmethod
     def _msg(what: str) -> str:
         return (
-            f"budget exhausted ({what}); work done so far is saved: raise the recipe's "
-            "budget and re-run the same command to continue"
+            f"budget exhausted ({what}); work done so far is saved: raise `budget:` in the "
+            "recipe (or in the run directory's recipe.yaml) and re-run the same command to "
+            "continue"
         )
 
     def spend(self, usage: Usage, cost: float) -> None:
+        self.in_flight = max(0, self.in_flight - 1)
         self.calls += 1
         self.tokens += usage.total_tokens
         self.cost += cost

@@ -183,23 +183,32 @@ class Model:
         """One logical call: rate limit, concurrency slot, and retries on transient errors."""
         attempt = 0
         while True:
+            # Held from here until the answer is paid for (in _record) or the call fails, so
+            # concurrent callers cannot all pass the budget check at once.
             if self.budget is not None:
-                self.budget.check()
-            await self.limiter.acquire(estimate_tokens(messages) + config.max_tokens)
-            async with self._sem:
-                start = time.perf_counter()
-                try:
-                    raw = await asyncio.wait_for(
-                        self.api.complete(messages, config, schema), self.options.timeout
-                    )
-                    return raw, time.perf_counter() - start
-                except TimeoutError as e:
-                    err: TransientError = TransientError(
-                        f"{self.name}: no answer within {self.options.timeout}s"
-                    )
-                    err.__cause__ = e
-                except TransientError as e:
-                    err = e
+                self.budget.reserve()
+            try:
+                await self.limiter.acquire(estimate_tokens(messages) + config.max_tokens)
+                async with self._sem:
+                    start = time.perf_counter()
+                    try:
+                        raw = await asyncio.wait_for(
+                            self.api.complete(messages, config, schema), self.options.timeout
+                        )
+                        return raw, time.perf_counter() - start
+                    except TimeoutError as e:
+                        err: TransientError = TransientError(
+                            f"{self.name}: no answer within {self.options.timeout}s"
+                        )
+                        err.__cause__ = e
+                    except TransientError as e:
+                        err = e
+            except BaseException:
+                if self.budget is not None:
+                    self.budget.release()
+                raise
+            if self.budget is not None:
+                self.budget.release()
             self._record("", RawResponse(""), time.perf_counter() - start, str(err), None)
             if attempt >= self.retry.max_retries:
                 raise ProviderError(

@@ -30,8 +30,12 @@ class LoadedRecipe:
 
     @property
     def hash(self) -> str:
-        """Hash of the effective recipe: names caches and detects changed recipes on resume."""
-        data = self.recipe.model_dump(mode="json", exclude={"sizes"})
+        """Hash of what the recipe asks for: detects a changed recipe on resume. Settings that
+        change how the work is run, not what it is (budget, prices, concurrency, rate limits,
+        timeouts, retries), are left out, so they may change between invocations of a run."""
+        data = self.recipe.model_dump(mode="json", exclude={"sizes", "budget", "prices"})
+        for key in OPERATIONAL_MODEL_KEYS:
+            data["models"].pop(key, None)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
     def where(self, path: KeyPath) -> tuple[int | None, int | None]:
@@ -107,6 +111,15 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     return out
 
 
+#: models settings that may change on resume (with budget and prices)
+OPERATIONAL_MODEL_KEYS = (
+    "concurrency",
+    "rpm",
+    "tpm",
+    "timeout",
+    "max_retries",
+    "structured_retries",
+)
 #: recipes are shared documents: a bound keeps a hostile one from exhausting memory
 MAX_RECIPE_BYTES = 1_000_000
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import UsageError
 from ..llm import Budget, Model, ModelOptions, Price, get_model
 from ..recipe import Recipe
 from ..store.rundir import Run
@@ -41,10 +42,27 @@ def price_for(recipe: Recipe, model_name: str) -> Price:
     return Price(p.input, p.output) if p else Price()
 
 
+# Providers whose calls cost nothing, so a cost cap needs no price for them.
+FREE_PROVIDERS = ("local/", "fake/")
+
+
+def check_priced(recipe: Recipe, model_name: str) -> None:
+    """A cost cap needs a price: refuse, before any call, a capped run of an unpriced model."""
+    if recipe.budget.max_cost is None or model_name.startswith(FREE_PROVIDERS):
+        return
+    if model_name not in recipe.prices:
+        raise UsageError(
+            f"budget.max_cost is set but the recipe has no price for {model_name}, so the cap "
+            f"could never be reached; add prices: {{{model_name}: {{input: ..., output: ...}}}} "
+            "(US dollars per million tokens) or remove max_cost"
+        )
+
+
 def stage_model(
     run: Run, stage: str, override: str | None, use_cache: bool, budget: Budget | None = None
 ) -> Model:
     name = override or run.recipe.models.for_stage(stage)
+    check_priced(run.recipe, name)
     return get_model(
         name,
         model_options(run.recipe),

@@ -55,6 +55,11 @@ class Run:
                     f"({run.loaded.path.name}, size {run.loaded.size}); "
                     f"use another --out, or delete {root} to start over"
                 )
+            if run.loaded.text != loaded.text:
+                # Only operational settings differ (a raised budget, new prices, another
+                # concurrency): take them, keep everything else.
+                shutil.copyfile(loaded.path, frozen)
+                run.loaded = load_recipe(frozen, size)
             return run
         root.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(loaded.path, frozen)
