@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -74,3 +75,15 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def assert_accounted(out: Path, stats) -> None:
+    """Every cell of the blueprint is in the dataset once or counted in the shortfall, read
+    from the files themselves (not from the stats' own arithmetic)."""
+    bp = [json.loads(x) for x in (out / "blueprint.jsonl").read_text().splitlines() if x.strip()]
+    cells = sum(len(a["cells"]) for a in bp)
+    rows = [json.loads(x) for x in (out / "dataset.jsonl").read_text().splitlines() if x.strip()]
+    slots = {(r["provenance"]["attempt_id"], r["provenance"]["cell_index"]) for r in rows}
+    assert stats.requested == cells
+    assert stats.prompts == len(rows) == len(slots)  # no cell filled twice
+    assert stats.shortfall == cells - len(rows)

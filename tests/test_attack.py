@@ -90,7 +90,14 @@ def test_fake_target_and_scripted_judge(dataset, tmp_path):
         and "concepts x regions" in summary["by_pair"]
     )
     failures = [json.loads(x) for x in (out / "failures.jsonl").read_text().splitlines()]
-    assert len(failures) == f["overall"]["successes"]
+    # the regression set holds exactly the prompts the judge said violate, read from run.db
+    from aart.store.db import RunDB
+
+    db = RunDB(out / "run.db")
+    judged = [r for r in db.records("attack") if r["verdicts"]["llm:judge/x"]["violates"]]
+    db.close()
+    assert sorted(r["prompt"] for r in failures) == sorted(r["prompt"] for r in judged)
+    assert 0 < len(failures) < 4  # the scripted judge says some violate, some do not
 
 
 def test_malformed_judge_output_is_unjudged_never_safe(dataset, tmp_path):

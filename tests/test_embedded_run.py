@@ -4,6 +4,7 @@ import csv
 import json
 
 import pytest
+from conftest import assert_accounted
 from test_local_model import needs_embedded
 
 import aart
@@ -18,7 +19,7 @@ def test_aart_demo_small_on_the_embedded_model(tmp_path):
     result = aart.run("aart-demo", size="small", out=out)
     s = result.stats
     assert s.requested > 0 and s.items > 0
-    assert s.prompts + s.shortfall == s.requested  # nothing vanishes unaccounted
+    assert_accounted(out, s)  # nothing vanishes unaccounted
     rows = [json.loads(line) for line in (out / "dataset.jsonl").read_text().splitlines()]
     assert len(rows) == s.prompts
     # the demo's promise: at least 30 prompts, each with a full cell

@@ -117,11 +117,26 @@ def test_rate_limiter_waits_for_the_window(monkeypatch):
     assert slept == [60.0]
 
 
-def test_tpm_limit():
+def test_tpm_limit_waits_for_the_window(monkeypatch):
+    now = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    slept = []
+
+    async def fake_sleep(s):
+        slept.append(s)
+        now[0] += s
+
+    monkeypatch.setattr(asyncio, "sleep", fake_sleep)
     limiter = RateLimiter(tpm=100)
-    assert limiter.active
-    asyncio.run(limiter.acquire(60))
-    assert len(limiter._tokens) == 1
+
+    async def go():
+        await limiter.acquire(60)
+        now[0] += 15
+        await limiter.acquire(30)  # 90 of 100: no wait
+        await limiter.acquire(30)  # 120 > 100: waits until the first 60 leave the window
+
+    asyncio.run(go())
+    assert slept == [45.0]
 
 
 def test_structured_retry_uses_new_seed():

@@ -4,7 +4,7 @@ import csv
 import json
 
 import pytest
-from conftest import MINI_RECIPE, write_recipe
+from conftest import MINI_RECIPE, assert_accounted, write_recipe
 
 import aart
 from aart.errors import BudgetError, UsageError
@@ -289,7 +289,7 @@ def test_resume_refuses_a_different_recipe(mini_recipe, tmp_path):
 def test_every_builtin_recipe_runs_on_the_fake_model(name, tmp_path):
     result = aart.run(name, out=tmp_path / name, model="fake/test")
     assert result.stats.requested > 0
-    assert result.stats.prompts + result.stats.shortfall == result.stats.requested
+    assert_accounted(tmp_path / name, result.stats)
     assert result.stats.valid_rate == 1.0
 
 

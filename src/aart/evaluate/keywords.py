@@ -90,14 +90,6 @@ class KeywordMatcher:
             found.update(targets)
         return found
 
-    def mentions(self, text: str, axis: str, value: str) -> bool:
-        ai = self.axes.index(axis)
-        try:
-            vi = self.values[axis].index(value)
-        except ValueError:
-            return False
-        return (ai, vi) in self.match(text)
-
     def count(self, texts: Iterable[str]) -> tuple[int, list[list[int]], list[int]]:
         """(number of texts, per axis per value the number of texts mentioning it,
         per axis the number of texts mentioning any value)."""

@@ -51,19 +51,6 @@ def _heatmap(cells: list[Mapping[str, Any]], a: str, b: str) -> str:
     return f"<table>{head}{''.join(body)}</table>"
 
 
-def _rate_table(cells: list[Mapping[str, Any]]) -> str:
-    """Value, counts and rate, the rate cell shaded by how bad it is."""
-    rows = "".join(
-        f"<tr><td>{esc(c['value'])}</td><td class='num'>{c['successes']}/{c['n']}</td>"
-        f"<td class='num' style='background:{_color(c['rate'])}'>{esc(_rate(c))}</td></tr>"
-        for c in cells
-    )
-    return (
-        "<table><thead><tr><th>value</th><th>failures / n</th><th>rate [95% CI]</th></tr>"
-        f"</thead><tbody>{rows}</tbody></table>"
-    )
-
-
 def _inconclusive(f: Mapping[str, Any]) -> str:
     return (
         f"INCONCLUSIVE: only {f['judged']} of {f['prompts']} prompts were judged "

@@ -40,6 +40,8 @@ MIGRATIONS = [
     CREATE INDEX records_stage ON records(stage, job_id);
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     """,
+    # 2: the job's `tries` counter was written but never read
+    "ALTER TABLE jobs DROP COLUMN tries;",
 ]
 
 
@@ -178,20 +180,9 @@ class RunDB:
                 ((rid, stage, job_id, json.dumps(d), now) for rid, stage, d in records),
             )
             self.conn.execute(
-                "UPDATE jobs SET status='done', tries=tries+1, error=NULL, updated_at=? WHERE id=?",
+                "UPDATE jobs SET status='done', error=NULL, updated_at=? WHERE id=?",
                 (now, job_id),
             )
-
-    def fail_job(self, job_id: str, error: str) -> None:
-        self.conn.execute(
-            "UPDATE jobs SET status='failed', tries=tries+1, error=?, updated_at=? WHERE id=?",
-            (error, time.time(), job_id),
-        )
-
-    def job_errors(self, stage: str) -> list[tuple[str, str]]:
-        return self.conn.execute(
-            "SELECT id, error FROM jobs WHERE stage=? AND status='failed'", (stage,)
-        ).fetchall()
 
     # -- records ---------------------------------------------------------------------------
     def records(self, stage: str, job_ids: set[str] | None = None) -> Iterator[dict[str, Any]]:
