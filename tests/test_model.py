@@ -97,16 +97,24 @@ def test_concurrency_is_bounded():
     assert api.peak == 3
 
 
-def test_rate_limiter_waits_for_the_window(monkeypatch):
+@pytest.fixture
+def fake_clock(monkeypatch):
+    """time.monotonic and asyncio.sleep on a clock that sleeping advances; yields
+    (now, slept)."""
     now = [1000.0]
-    monkeypatch.setattr(time, "monotonic", lambda: now[0])
-    slept = []
+    slept: list[float] = []
 
     async def fake_sleep(s):
         slept.append(s)
         now[0] += s
 
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
     monkeypatch.setattr(asyncio, "sleep", fake_sleep)
+    return now, slept
+
+
+def test_rate_limiter_waits_for_the_window(fake_clock):
+    _, slept = fake_clock
     limiter = RateLimiter(rpm=2)
 
     async def go():
@@ -117,16 +125,8 @@ def test_rate_limiter_waits_for_the_window(monkeypatch):
     assert slept == [60.0]
 
 
-def test_tpm_limit_waits_for_the_window(monkeypatch):
-    now = [1000.0]
-    monkeypatch.setattr(time, "monotonic", lambda: now[0])
-    slept = []
-
-    async def fake_sleep(s):
-        slept.append(s)
-        now[0] += s
-
-    monkeypatch.setattr(asyncio, "sleep", fake_sleep)
+def test_tpm_limit_waits_for_the_window(fake_clock):
+    now, slept = fake_clock
     limiter = RateLimiter(tpm=100)
 
     async def go():
