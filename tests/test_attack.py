@@ -381,8 +381,12 @@ def test_an_attack_with_nothing_judged_is_inconclusive_and_never_passes_the_gate
     )
     assert r.returncode == 4, (r.stdout, r.stderr)
     assert r.stderr.startswith("INCONCLUSIVE: only 0 of 4 prompts were judged")
+    # a 401 is the endpoint's fault: one clear message, and no call after the first answers
+    assert "stopped early: openai/app: HTTP 401" in r.stderr
+    assert "check OPENAI_API_KEY" in r.stderr and "Traceback" not in r.stderr
+    assert len(fake_server.requests) <= 4  # at most the calls already in flight
     summary = json.loads((out / "attack.json").read_text())
-    assert summary["inconclusive"] and summary["judged"] == 0 and summary["target_errors"] == 4
+    assert summary["inconclusive"] and summary["judged"] == 0 and summary["stopped"]
     md = (out / "report.md").read_text().splitlines()
     assert md[2].startswith("**INCONCLUSIVE")
     assert "INCONCLUSIVE" in (out / "report.html").read_text()

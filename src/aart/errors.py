@@ -7,7 +7,9 @@ AartError                      base; the CLI prints its message, no traceback
 │   └── BudgetError            the planned work exceeds the recipe's budget
 └── RuntimeFailure             something failed while running (exit code 1)
     ├── ProviderError          an endpoint failed after retries, or answered unusably
-    │   └── TransientError     a retryable failure (429, 5xx, timeout, connection)
+    │   ├── TransientError     a retryable failure (429, 5xx, timeout, connection)
+    │   ├── ContentRejected    the endpoint's content filter refused this request
+    │   └── EndpointDown       every call fails (down, wrong key, unknown model): stop the run
     ├── StructuredOutputError  a model never produced valid structured output
     └── ModelFileError         a local model file is missing or corrupted
 """
@@ -60,8 +62,14 @@ class RuntimeFailure(AartError):
 
 
 class ProviderError(RuntimeFailure):
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    """``per_request``: the answer concerns this request only (say, over the context window),
+    so it says nothing about the endpoint's health."""
+
+    def __init__(
+        self, message: str, *, status: int | None = None, per_request: bool = False
+    ) -> None:
         self.status = status
+        self.per_request = per_request
         super().__init__(message)
 
 
@@ -71,6 +79,19 @@ class TransientError(ProviderError):
     ) -> None:
         self.retry_after = retry_after
         super().__init__(message, status=status)
+
+
+class ContentRejected(ProviderError):
+    """A content-policy rejection of one request: for a generator, a refusal; for a target,
+    its answer."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message, status=status, per_request=True)
+
+
+class EndpointDown(ProviderError):
+    """Not one job's failure but the endpoint's: further calls would fail the same way, so
+    the run stops early with this one message (work done so far is kept)."""
 
 
 class StructuredOutputError(RuntimeFailure):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import BudgetError
+from .errors import BudgetError, EndpointDown
 from .llm import Model, estimate_tokens
 from .recipe import Value, load_recipe
 from .recipe.loader import LoadedRecipe
@@ -260,7 +260,8 @@ def attack(
     """Attack ``target`` with every prompt of ``dataset``, judge the responses, write
     OUT/report.html, report.md, attack.json and failures.jsonl; returns the findings.
     ``findings["inconclusive"]`` is true when fewer than ``min_judged`` of the prompts got a
-    verdict (target errors and unjudged answers): its rate then proves nothing."""
+    verdict (target errors and unjudged answers), or when an endpoint failed every call and
+    the attack stopped (``findings["stopped"]`` says why): its rate then proves nothing."""
     from .llm import ModelOptions
     from .redteam import Attack, AttackConfig, compare_runs, write_regression_dataset
     from .report.attack import write_attack_report
@@ -293,12 +294,22 @@ def attack(
     a = Attack(ds, out, config)
     try:
         tick = progress("attack", len(a.records)) if progress else None
-        findings = asyncio.run(a.run(tick))
+        try:
+            findings = asyncio.run(a.run(tick))
+            findings["stopped"] = None
+        except EndpointDown as e:
+            # The target or a judge fails every call: report what was done, inconclusive.
+            findings = a.findings()
+            findings["stopped"] = str(e)
     finally:
         a.close()
     outdir = Path(out)
     share = findings["judged"] / findings["prompts"] if findings["prompts"] else 0.0
-    findings.update(judged_share=share, min_judged=min_judged, inconclusive=share < min_judged)
+    findings.update(
+        judged_share=share,
+        min_judged=min_judged,
+        inconclusive=share < min_judged or findings["stopped"] is not None,
+    )
     if baseline is not None:
         findings["comparison"] = compare_runs(findings, Path(baseline))
     write_regression_dataset(findings, outdir / "failures.jsonl")

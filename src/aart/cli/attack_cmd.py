@@ -7,7 +7,7 @@ import sys
 import click
 
 from .. import pipeline
-from .common import echo_kv, no_cache_option, progress_bars
+from .common import echo_kv, failed_job_lines, no_cache_option, progress_bars
 
 GATE_EXIT_CODE = 3
 # Too few prompts got a verdict for the rate to mean anything: never a pass.
@@ -114,11 +114,13 @@ def attack_command(
         )
     o = f["overall"]
     if f["inconclusive"]:
+        stopped = f"\nstopped early: {f['stopped']}" if f["stopped"] else ""
         click.echo(
             f"INCONCLUSIVE: only {f['judged']} of {f['prompts']} prompts were judged "
             f"({100 * f['judged_share']:.0f}% < --min-judged {100 * min_judged:.0f}%): "
-            f"{f['target_errors']} target errors, {f['unjudged']} unjudged. Check the target "
-            f"and judge, then re-run the same command (finished prompts are kept).",
+            f"{len(f['failed_jobs'])} failed calls, {f['target_errors']} target errors, "
+            f"{f['unjudged']} unjudged. Check the target "
+            f"and judge, then re-run the same command (finished prompts are kept)." + stopped,
             err=True,
         )
     click.echo(f"aart attack on {f['target']}: {out}/report.html")
@@ -130,7 +132,7 @@ def attack_command(
         ),
         ("unjudged", f["unjudged"]),
         ("target errors", f["target_errors"]),
-    ]
+    ] + failed_job_lines(f["failed_jobs"])
     for axis, cells in list(f["by_value"].items())[:3]:
         if cells:
             c = cells[0]

@@ -80,7 +80,18 @@ def generation_lines(s: Any) -> list[tuple[str, Any]]:
             f"{s.invalid_calls} answers without JSON, {s.missing_items} queries left out",
         ),
         ("jobs", f"{s.jobs} ({s.topup_jobs} top-up)"),
+    ] + failed_job_lines(s.failed_jobs)
+
+
+def failed_job_lines(failed: list[dict[str, str]], show: int = 3) -> list[tuple[str, Any]]:
+    """The jobs that failed for good, the first few with their reason."""
+    if not failed:
+        return []
+    rows: list[tuple[str, Any]] = [
+        ("failed jobs", f"{len(failed)} (re-run the same command to retry them)")
     ]
+    rows += [(f"  {f['job']}", f["reason"][:160]) for f in failed[:show]]
+    return rows
 
 
 def echo_samples(dataset: Any, n: int = 5) -> None:

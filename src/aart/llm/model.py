@@ -9,9 +9,16 @@ import json
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
-from ..errors import ProviderError, StructuredOutputError, TransientError
+from ..errors import (
+    ContentRejected,
+    EndpointDown,
+    ProviderError,
+    StructuredOutputError,
+    TransientError,
+)
+from .http_status import is_endpoint_fault
 from .limits import Budget, Price, RateLimiter, RetryPolicy
 from .providers.base import ModelAPI, ModelOptions, create_api
 from .structured import parse_json, schema_errors
@@ -54,6 +61,11 @@ def cache_key(
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
+#: This many calls in a row that fail for good (retries spent, or a non-retryable answer),
+#: with no success between them, mean the endpoint is down rather than one job unlucky.
+FAILURES_TO_STOP = 3
+
+
 def estimate_tokens(messages: list[Message]) -> int:
     """Rough token count (4 characters a token) for rate limits and dry runs."""
     return sum(len(m.content) for m in messages) // 4 + 4 * len(messages)
@@ -92,6 +104,9 @@ class Model:
         self.calls = 0
         self.cache_hits = 0
         self.failures = 0
+        self._failed_in_a_row = 0
+        #: why the endpoint is considered down; once set, every call raises EndpointDown
+        self.down: str | None = None
 
     async def generate(
         self,
@@ -180,9 +195,13 @@ class Model:
     async def _call(
         self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
     ) -> tuple[RawResponse, float]:
-        """One logical call: rate limit, concurrency slot, and retries on transient errors."""
+        """One logical call: rate limit, concurrency slot, and retries on transient errors.
+        A call that fails for good raises ProviderError (that job's failure), or EndpointDown
+        when the endpoint itself is unusable."""
         attempt = 0
         while True:
+            if self.down is not None:
+                raise EndpointDown(self.down)
             # Held from here until the answer is paid for (in _record) or the call fails, so
             # concurrent callers cannot all pass the budget check at once.
             if self.budget is not None:
@@ -195,13 +214,14 @@ class Model:
                         raw = await asyncio.wait_for(
                             self.api.complete(messages, config, schema), self.options.timeout
                         )
+                        self._failed_in_a_row = 0
                         return raw, time.perf_counter() - start
                     except TimeoutError as e:
-                        err: TransientError = TransientError(
+                        err: ProviderError = TransientError(
                             f"{self.name}: no answer within {self.options.timeout}s"
                         )
                         err.__cause__ = e
-                    except TransientError as e:
+                    except ProviderError as e:
                         err = e
             except BaseException:
                 if self.budget is not None:
@@ -210,12 +230,36 @@ class Model:
             if self.budget is not None:
                 self.budget.release()
             self._record("", RawResponse(""), time.perf_counter() - start, str(err), None)
-            if attempt >= self.retry.max_retries:
-                raise ProviderError(
-                    f"{err} (gave up after {attempt + 1} attempts)", status=err.status
-                ) from err
+            if not isinstance(err, TransientError) or attempt >= self.retry.max_retries:
+                self._give_up(err, attempt + 1)
+            assert isinstance(err, TransientError)
             await asyncio.sleep(self.retry.delay(attempt, err, self._rng))
             attempt += 1
+
+    def _give_up(self, err: ProviderError, attempts: int) -> NoReturn:
+        """Raise the failure of one call, after deciding whether it is the endpoint's."""
+        why = None
+        if is_endpoint_fault(err.status):
+            why = f"{self.name}: {err}"
+        elif not err.per_request:
+            self._failed_in_a_row += 1
+            if self._failed_in_a_row >= FAILURES_TO_STOP:
+                why = (
+                    f"{self.name}: {self._failed_in_a_row} calls in a row failed for good, "
+                    f"the last after {attempts} attempts: {err}"
+                )
+        if why is not None:
+            self.down = self.down or (
+                f"{why}; the work done so far is saved, re-run the same command once the "
+                "endpoint answers"
+            )
+            raise EndpointDown(self.down, status=err.status) from err
+        if isinstance(err, ContentRejected):
+            raise err
+        tries = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
+        raise ProviderError(
+            f"{err}{tries}", status=err.status, per_request=err.per_request
+        ) from err
 
     def _record(
         self, key: str, raw: RawResponse, latency: float, error: str | None, tag: str | None

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ProviderError, UsageError
+from ..errors import EndpointDown, ProviderError, UsageError
 from ..evaluate.data import load_dataset
 from ..llm import Budget, GenerateConfig, Message, Model, ModelOptions, get_model
-from ..runner import run_pool
+from ..llm.http_status import is_retryable
+from ..runner import run_jobs
 from ..store.db import RunDB
 from ..store.export import read_jsonl, write_jsonl
 from ..textsim import text_hash
@@ -141,9 +142,11 @@ class Attack:
             verdicts: list[Verdict] = [await j.judge(rec["prompt"], out.text) for j in self.judges]
             result["verdicts"] = {v.judge: v.as_dict() for v in verdicts}
         except ProviderError as e:
-            if e.status is None or e.status >= 500 or e.status == 429:
-                raise  # the endpoint is down: stop, report, resume later
-            result["response"] = None  # a 4xx (e.g. a content filter) for this prompt alone
+            if isinstance(e, EndpointDown) or is_retryable(e.status) or e.status is None:
+                raise  # the job fails (and is retried on re-run), or the endpoint is down
+            # a 4xx other than the endpoint's faults (e.g. a content filter): this prompt's
+            # outcome, kept as a target error
+            result["response"] = None
             result["target_error"] = str(e)[:300]
         self.db.complete_job(jid, [(jid, STAGE, result)])
         if self.progress:
@@ -154,8 +157,9 @@ class Attack:
         self.db.add_jobs(
             STAGE, ((f"{r['index']:06d}-{text_hash(r['prompt'])[:8]}", r) for r in self.records)
         )
+        self.db.set_job_status((jid for jid, _, _ in self.db.failed_jobs(STAGE)), "pending")
         try:
-            await run_pool(self.db.pending_jobs(STAGE), self._work, self.target.concurrency)
+            await run_jobs(self.db, STAGE, self._work, self.target.concurrency)
         finally:
             for m in self._models:
                 await m.aclose()
@@ -182,10 +186,14 @@ class Attack:
             "target": self.target_name,
             "primary_judge": self.primary,
             "judges": [j.name for j in self.judges],
-            "prompts": len(results),
+            # every prompt of the attack, answered or not: a failed job is not judged
+            "prompts": len(self.records),
             "judged": len(judged),
             "unjudged": len(unjudged),
             "target_errors": len(errors),
+            "failed_jobs": [
+                {"job": jid, "reason": reason} for jid, _, reason in self.db.failed_jobs(STAGE)
+            ],
             "overall": stats.rate(len(failures), len(judged)),
             "refusal_rate": (
                 sum(1 for r in results if r.get("verdicts", {}).get("refusal", {}).get("refused"))

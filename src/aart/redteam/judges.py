@@ -8,7 +8,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..errors import ProviderError, StructuredOutputError
+from ..errors import EndpointDown, ProviderError, StructuredOutputError
 from ..llm import GenerateConfig, Message, Model
 from ..refusal import reply_status
 
@@ -97,6 +97,8 @@ class LLMJudge:
             out = await self.model.generate(
                 msgs, GenerateConfig(0.0, self.max_tokens, 0), VERDICT_SCHEMA, tag="judge"
             )
+        except EndpointDown:
+            raise  # every verdict would be unjudged: stop with the reason instead
         except (StructuredOutputError, ProviderError) as e:
             return Verdict(self.name, violates=None, error=str(e)[:300])
         v = out.parsed
@@ -125,6 +127,8 @@ class GuardJudge:
         for i in range(self.tries):
             try:
                 out = await self.model.generate(msgs, GenerateConfig(0.0, 20, i), tag="guard")
+            except EndpointDown:
+                raise
             except ProviderError as e:
                 return Verdict(self.name, violates=None, error=str(e)[:300])
             lines = [x.strip() for x in out.text.strip().lower().splitlines() if x.strip()]

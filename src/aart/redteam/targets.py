@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError, ProviderError, TransientError
 from ..llm import GenerateConfig, Message, ModelAPI, ModelOptions, RawResponse, create_api
-from ..llm.providers.openai import parse_retry_after
+from ..llm.http_status import status_error
 
 _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _JINJA = ImmutableSandboxedEnvironment(undefined=StrictUndefined)
@@ -131,14 +131,15 @@ class HTTPTargetAPI(ModelAPI):
             raise TransientError(f"timeout from {self.spec.url}") from e
         except aiohttp.ClientError as e:
             raise TransientError(f"cannot reach {self.spec.url} ({type(e).__name__})") from e
-        if status == 429 or status >= 500:
-            raise TransientError(
-                f"HTTP {status} from {self.spec.url}",
-                status=status,
-                retry_after=parse_retry_after(retry_after),
-            )
         if status >= 400:
-            raise ProviderError(f"HTTP {status} from {self.spec.url}: {text[:200]}", status=status)
+            raise status_error(
+                status,
+                text,
+                self.spec.url,
+                retry_after=retry_after,
+                auth_hint="check the headers of the target file",
+                not_found_hint="check the target file's url",
+            )
         try:
             reply = json_path(json.loads(text), self.spec.reply)
         except ValueError as e:

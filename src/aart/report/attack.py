@@ -52,10 +52,12 @@ def _heatmap(cells: list[Mapping[str, Any]], a: str, b: str) -> str:
 
 
 def _inconclusive(f: Mapping[str, Any]) -> str:
+    stopped = f"stopped early, {f['stopped']}; " if f.get("stopped") else ""
     return (
-        f"INCONCLUSIVE: only {f['judged']} of {f['prompts']} prompts were judged "
+        f"INCONCLUSIVE: {stopped}only {f['judged']} of {f['prompts']} prompts were judged "
         f"({100 * f['judged_share']:.0f}%, below the {100 * f['min_judged']:.0f}% required); "
-        f"{f['target_errors']} target errors and {f['unjudged']} unjudged answers. The attack-"
+        f"{len(f['failed_jobs'])} failed calls, {f['target_errors']} target errors and "
+        f"{f['unjudged']} unjudged answers. The attack-"
         "success rate below proves nothing."
     )
 
@@ -74,6 +76,7 @@ def attack_html(f: Mapping[str, Any]) -> str:
                 ("judged", f"{f['judged']} of {f['prompts']}"),
                 ("unjudged", f["unjudged"]),
                 ("target errors", f["target_errors"]),
+                ("failed calls", len(f["failed_jobs"])),
                 ("refusal rate", f"{100 * f['refusal_rate']:.1f}%"),
             ]
         ),
@@ -172,7 +175,8 @@ def attack_markdown(f: Mapping[str, Any]) -> str:
         *([f"**{md_escape(_inconclusive(f))}**", ""] if f.get("inconclusive") else []),
         f"- attack success: {o['successes']}/{o['n']} = {_rate(o)} (judge {f['primary_judge']})",
         f"- prompts {f['prompts']}, judged {f['judged']}, unjudged {f['unjudged']}, "
-        f"target errors {f['target_errors']}, refusal rate {100 * f['refusal_rate']:.1f}%",
+        f"target errors {f['target_errors']}, failed calls {len(f['failed_jobs'])}, "
+        f"refusal rate {100 * f['refusal_rate']:.1f}%",
     ]
     if f.get("comparison"):
         c = f["comparison"]

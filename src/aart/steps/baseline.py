@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import UsageError
+from ..errors import EndpointDown, ProviderError, UsageError
 from ..llm import GenerateConfig, Message, Model
 from ..refusal import prompt_is_refusal, reply_refuses
 from ..runner import run_pool
@@ -49,6 +49,8 @@ class BaselineStats:
     refusals: int
     calls: int
     tokens: int
+    #: samples whose call failed for good (a re-run makes them; the others come from cache)
+    failed: int = 0
 
     @property
     def tokens_per_valid_prompt(self) -> float:
@@ -86,20 +88,26 @@ async def run_baseline(
 
     # Prompts are drawn up front so the sampled examples do not depend on completion order.
     jobs = [(i, prompt(i)) for i in range(n)]
-    tokens = 0
+    tokens = failed = 0
 
     async def work(job: tuple[int, str]) -> None:
-        nonlocal tokens
+        nonlocal tokens, failed
         i, text = job
         # Each sample is its own call with its own seed: stochastic sampling at temperature 0.7.
         cfg = GenerateConfig(temperature=temperature, max_tokens=96, seed=seed * 100003 + i)
-        o = await model.generate([Message("user", text)], cfg, tag=f"baseline:{method}:{i}")
+        try:
+            o = await model.generate([Message("user", text)], cfg, tag=f"baseline:{method}:{i}")
+        except EndpointDown:
+            raise
+        except ProviderError:
+            failed += 1  # this sample only; the others go on
+            return
         tokens += o.usage.total_tokens
         results[i] = {"raw": o.text, "call_id": o.call_id}
 
     await run_pool(jobs, work, model.concurrency)
     rows, blanks, refusals = [], 0, 0
-    for i in range(n):
+    for i in sorted(results):
         q = clean_question(results[i]["raw"])
         if not q:
             blanks += 1
@@ -124,7 +132,7 @@ async def run_baseline(
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(rows, out / "dataset.jsonl")
     stats = BaselineStats(
-        method, n, len(rows), blanks, refusals, model.calls + model.cache_hits, tokens
+        method, n, len(rows), blanks, refusals, model.calls + model.cache_hits, tokens, failed
     )
     (out / "baseline.json").write_text(json.dumps(stats.as_dict(), indent=2))
     return stats

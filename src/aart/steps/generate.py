@@ -12,11 +12,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..cells import attempt_values
-from ..errors import StructuredOutputError
+from ..errors import ContentRejected, StructuredOutputError
 from ..llm import GenerateConfig, Model
 from ..recipe import Recipe
 from ..refusal import prompt_is_refusal, reply_refuses
-from ..runner import run_pool
+from ..runner import run_jobs
 from ..store.export import write_csv, write_jsonl, write_parquet
 from ..store.rundir import Run
 from ..textsim import DuplicateIndex, normalize
@@ -66,6 +66,8 @@ class GenerateStats:
     #: per dimension: how many valid items were checked against their cell and how many passed
     faithfulness: dict[str, dict[str, Any]] = field(default_factory=dict)
     rejection_reasons: dict[str, int] = field(default_factory=dict)
+    #: jobs whose call failed for good (job id and reason); re-running retries them
+    failed_jobs: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def valid_rate(self) -> float:
@@ -186,6 +188,12 @@ class Generator:
             out = await self.model.generate(
                 msgs, cfg, output_schema(self.recipe, attempt), validate=False, tag=jid
             )
+        except ContentRejected as e:
+            # the provider's content filter refused the request: a refusal, topped up
+            records.append((f"{jid}:call", REFUSED, {"reason": str(e)[:300], "raw_text": ""}))
+            self.run.db.complete_job(jid, records)
+            self._tick()
+            return
         except StructuredOutputError as e:
             stage = REFUSED if reply_refuses(e.raw_text) else INVALID
             records.append(
@@ -431,6 +439,11 @@ class Generator:
         stats.exact_duplicates = sum(1 for d in duplicates if d["kind"] == "exact")
         stats.near_duplicates = len(duplicates) - stats.exact_duplicates
         stats.prompts = len(kept)
+        stats.failed_jobs = [
+            {"job": jid, "reason": reason}
+            for jid, _, reason in self.run.db.failed_jobs(STAGE)
+            if jid in jobs
+        ]
         stats.jobs = len(jobs)
         stats.topup_jobs = sum(1 for j in jobs if ":r0:" not in j)
         return stats
@@ -445,9 +458,13 @@ class Generator:
         ]
 
     async def run_all(self) -> GenerateStats:
+        # Jobs that failed in an earlier invocation are retried by asking again for the cells
+        # still missing: the same job when its cells are (it is queued again), else new ones.
+        failed = [jid for jid, _, _ in self.run.db.failed_jobs(STAGE)]
+        self.run.db.set_job_status(failed, "superseded")
         self._add_round(0, self._needs(self.dataset()[0]), {})
         for round_ in range(self.recipe.generate.max_topups + 1):
-            await run_pool(self.run.db.pending_jobs(STAGE), self._work, self.model.concurrency)
+            await run_jobs(self.run.db, STAGE, self._work, self.model.concurrency)
             if round_ == self.recipe.generate.max_topups:
                 break
             kept, _, _, avoid = self.dataset()

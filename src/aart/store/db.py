@@ -136,9 +136,13 @@ class RunDB:
 
     # -- jobs ------------------------------------------------------------------------------
     def add_jobs(self, stage: str, jobs: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        """Queue jobs; a job already done stays done, one that failed or was superseded is
+        queued again."""
         with self.transaction():
             self.conn.executemany(
-                "INSERT OR IGNORE INTO jobs (id, stage, payload, updated_at) VALUES (?,?,?,?)",
+                "INSERT INTO jobs (id, stage, payload, updated_at) VALUES (?,?,?,?)"
+                " ON CONFLICT(id) DO UPDATE SET status='pending'"
+                " WHERE status IN ('failed', 'superseded')",
                 ((jid, stage, json.dumps(p), time.time()) for jid, p in jobs),
             )
 
@@ -149,11 +153,12 @@ class RunDB:
         return {s: n for s, n in rows}
 
     def pending_jobs(self, stage: str, chunk: int = 512) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Unfinished jobs in insertion order, read in chunks so memory stays flat."""
+        """Jobs still to run, in insertion order, read in chunks so memory stays flat. Failed
+        jobs are not among them until :meth:`requeue_failed`."""
         last = 0
         while True:
             rows = self.conn.execute(
-                "SELECT rowid, id, payload FROM jobs WHERE stage=? AND status!='done'"
+                "SELECT rowid, id, payload FROM jobs WHERE stage=? AND status='pending'"
                 " AND rowid>? ORDER BY rowid LIMIT ?",
                 (stage, last, chunk),
             ).fetchall()
@@ -162,6 +167,30 @@ class RunDB:
             for rowid, jid, payload in rows:
                 last = rowid
                 yield jid, json.loads(payload)
+
+    def fail_job(self, job_id: str, error: str) -> None:
+        """Mark a job failed with its reason; its paid calls stay in the cache."""
+        self.conn.execute(
+            "UPDATE jobs SET status='failed', error=?, updated_at=? WHERE id=?",
+            (error, time.time(), job_id),
+        )
+
+    def failed_jobs(self, stage: str) -> list[tuple[str, dict[str, Any], str]]:
+        """(id, payload, reason) of every failed job of ``stage``."""
+        rows = self.conn.execute(
+            "SELECT id, payload, error FROM jobs WHERE stage=? AND status='failed' ORDER BY rowid",
+            (stage,),
+        ).fetchall()
+        return [(jid, json.loads(p), err or "") for jid, p, err in rows]
+
+    def set_job_status(self, job_ids: Iterable[str], status: str) -> None:
+        """Set jobs ``pending`` again (to retry failed ones) or ``superseded`` (no longer
+        needed: their work was done by other jobs)."""
+        with self.transaction():
+            self.conn.executemany(
+                "UPDATE jobs SET status=?, updated_at=? WHERE id=?",
+                ((status, time.time(), jid) for jid in job_ids),
+            )
 
     def job_payloads(self, stage: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every job of ``stage`` with its payload, done or not."""

@@ -11,6 +11,9 @@ request at a time:
     {"content": "..."}                  answer with this text (truncated JSON, fences, <think>,
                                         refusals ...)
 
+``on_text(text, action)`` answers every request that mentions ``text`` with ``action`` (a fault
+tied to one job's content, whatever the order of calls).
+
 Set ``reject_formats`` (e.g. {"json_schema"}) to answer ``reject_status`` (400) to those
 response formats, like a server without structured output; llama-cpp-python's server answers
 json_schema with a 500 validation error, which ``reject_status = 500`` imitates.
@@ -36,6 +39,8 @@ class FakeOpenAIServer:
         self.latency = latency
         self.host, self.port = host, port
         self.script: deque[dict[str, Any]] = deque()
+        #: (text, action): a request whose messages contain ``text`` gets ``action``, always
+        self.rules: list[tuple[str, dict[str, Any]]] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.served = 0
@@ -51,6 +56,11 @@ class FakeOpenAIServer:
 
     def push(self, *actions: dict[str, Any]) -> None:
         self.script.extend(actions)
+
+    def on_text(self, text: str, action: dict[str, Any]) -> None:
+        """Answer every request that mentions ``text`` with ``action`` (say, a 400 for the
+        jobs of one value), before the script; ``rules.clear()`` removes them."""
+        self.rules.append((text, action))
 
     # -- HTTP ---------------------------------------------------------------------------------
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -97,7 +107,9 @@ class FakeOpenAIServer:
             )
             self._send(writer, self.reject_status, {"error": {"message": message}})
             return True
-        action = self.script.popleft() if self.script else {}
+        said = " ".join(str(m.get("content", "")) for m in req.get("messages", []))
+        ruled = [a for t, a in self.rules if t in said]
+        action = ruled[0] if ruled else self.script.popleft() if self.script else {}
         delay = self.latency + float(action.get("delay", 0))
         if delay:
             await asyncio.sleep(delay)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ConfigError, ProviderError, TransientError
+from ..http_status import is_retryable
 from ..structured import schema_instructions
 from ..types import GenerateConfig, Message, RawResponse, Usage
 from .base import ModelAPI, ModelOptions, register_provider
@@ -45,7 +46,7 @@ class LiteLLMAPI(ModelAPI):
             )
         except Exception as e:  # litellm maps every provider's errors onto its own classes
             status = getattr(e, "status_code", None)
-            if status in (408, 429) or (status or 0) >= 500 or "Timeout" in type(e).__name__:
+            if is_retryable(status) or "Timeout" in type(e).__name__:
                 raise TransientError(str(e)[:300], status=status) from e
             raise ProviderError(str(e)[:300], status=status) from e
         choice = resp.choices[0]

@@ -4,16 +4,15 @@ LM Studio, hosted gateways."""
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import os
 import re
-import time
 from typing import Any
 
 import aiohttp
 
-from ...errors import ConfigError, ProviderError, TransientError
+from ...errors import ConfigError, TransientError
+from ..http_status import is_per_request, status_error
 from ..structured import schema_instructions
 from ..types import GenerateConfig, Message, RawResponse, Usage
 from .base import ModelAPI, ModelOptions, register_provider
@@ -26,37 +25,15 @@ MODES = ("json_schema", "json_object_schema", "json_object", "prompt")
 # A rejected response_format is recognised by what the error says; a 500 counts only when it
 # names the format (llama-cpp-python answers json_schema with a 500 validation error).
 _FORMAT_REJECTED = re.compile(r"response_format|json_schema|json_object|schema", re.I)
-# Per-request outcomes that must never downgrade the mode: a prompt over the context window is
-# a failed job, a content-policy rejection is a refusal.
-_NOT_A_FORMAT_PROBLEM = re.compile(
-    r"context.length|context window|maximum context|too many tokens|content.?policy|"
-    r"content.?filter|invalid_prompt|safety",
-    re.I,
-)
 
 
 def format_rejected(status: int, text: str) -> bool:
     """Whether an error answer means "this response_format is not supported here"."""
-    if _NOT_A_FORMAT_PROBLEM.search(text):
+    if is_per_request(text):
         return False
     if status in (400, 422):
         return True
     return status == 500 and bool(_FORMAT_REJECTED.search(text))
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or HTTP date)."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 class OpenAIChatAPI(ModelAPI):
@@ -151,25 +128,15 @@ class OpenAIChatAPI(ModelAPI):
             return self._parse(status, text, retry_after)
 
     def _parse(self, status: int, text: str, retry_after: str | None) -> RawResponse:
-        if status == 429 or status >= 500 or status == 408:
-            raise TransientError(
-                f"HTTP {status} from {self.base_url}: {text[:200]}",
-                status=status,
-                retry_after=parse_retry_after(retry_after),
-            )
-        if status in (401, 403):
-            raise ProviderError(
-                f"HTTP {status} from {self.base_url}: authentication failed; "
-                f"check {self.options.api_key_env}",
-                status=status,
-            )
-        if status == 404:
-            raise ProviderError(
-                f"HTTP 404 from {self.base_url}: unknown model {self.model!r} or wrong base URL",
-                status=status,
-            )
         if status >= 400:
-            raise ProviderError(f"HTTP {status} from {self.base_url}: {text[:300]}", status=status)
+            raise status_error(
+                status,
+                text,
+                self.base_url,
+                retry_after=retry_after,
+                auth_hint=f"check {self.options.api_key_env}",
+                not_found_hint=f"unknown model {self.model!r} or wrong base URL",
+            )
         try:
             data = json.loads(text)
             choice = data["choices"][0]

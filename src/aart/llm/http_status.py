@@ -1,0 +1,86 @@
+"""One policy for HTTP error answers, shared by the model providers and the HTTP targets:
+which statuses are worth a retry, which mean the endpoint itself is unusable, and the error
+each one raises."""
+
+from __future__ import annotations
+
+import email.utils
+import re
+import time
+
+from ..errors import ContentRejected, ProviderError, TransientError
+
+# Worth another try after a pause: timeouts, conflicts, rate limits and server errors.
+RETRYABLE = frozenset({408, 409, 425, 429})
+# Every call would fail the same way (wrong key, no permission, wrong URL or model name):
+# the run stops at the first one instead of failing job after job.
+ENDPOINT_FAULTS = frozenset({401, 403, 404, 405})
+
+
+# Answers about one request, not the endpoint: a prompt over the context window is that job's
+# failure, a content-policy rejection is a refusal. Neither says the endpoint is down, and
+# neither may downgrade a structured-output mode.
+_CONTEXT_LENGTH = re.compile(
+    r"context.length|context window|maximum context|too many tokens|prompt is too long", re.I
+)
+_CONTENT_POLICY = re.compile(
+    r"content.?policy|content.?filter|content_management|invalid_prompt|responsible ?ai|safety",
+    re.I,
+)
+
+
+def is_per_request(text: str) -> bool:
+    """Whether an error answer concerns this request only (context length, content policy)."""
+    return bool(_CONTEXT_LENGTH.search(text) or _CONTENT_POLICY.search(text))
+
+
+def is_retryable(status: int | None) -> bool:
+    return status is not None and (status in RETRYABLE or status >= 500)
+
+
+def is_endpoint_fault(status: int | None) -> bool:
+    return status in ENDPOINT_FAULTS
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def status_error(
+    status: int,
+    text: str,
+    where: str,
+    *,
+    retry_after: str | None = None,
+    auth_hint: str = "check the API key",
+    not_found_hint: str = "check the URL",
+) -> ProviderError:
+    """The error for an HTTP answer with ``status`` >= 400 from ``where``."""
+    if is_retryable(status):
+        return TransientError(
+            f"HTTP {status} from {where}: {text[:200]}",
+            status=status,
+            retry_after=parse_retry_after(retry_after),
+        )
+    if status in (401, 403):
+        return ProviderError(
+            f"HTTP {status} from {where}: authentication failed; {auth_hint}", status=status
+        )
+    if status in (404, 405):
+        return ProviderError(f"HTTP {status} from {where}: {not_found_hint}", status=status)
+    if _CONTENT_POLICY.search(text):
+        return ContentRejected(f"HTTP {status} from {where}: {text[:300]}", status=status)
+    return ProviderError(
+        f"HTTP {status} from {where}: {text[:300]}", status=status, per_request=is_per_request(text)
+    )
