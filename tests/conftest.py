@@ -74,6 +74,8 @@ def fake_server():
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    # the user's endpoint bindings (aart endpoints allow ...) live in this test's directory
+    monkeypatch.setenv("AART_CONFIG_DIR", str(tmp_path / "aart-config"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 

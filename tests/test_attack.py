@@ -193,6 +193,13 @@ headers: {{X-Api-Key: "${{APP_KEY}}"}}
 body: {{input: {{message: "{{{{ prompt }}}}", history: []}}}}
 reply: $.output.choices[0].text
 """)
+        # a target file may not send a secret to a host the user has not bound it to
+        with pytest.raises(ConfigError, match="aart endpoints allow http://127.0.0.1"):
+            aart.attack(dataset, target=str(spec), out=tmp_path / "att")
+        assert not server.requests
+        from aart.llm import endpoints
+
+        endpoints.allow(f"http://127.0.0.1:{server.port}", "APP_KEY")
         f = aart.attack(dataset, target=str(spec), out=tmp_path / "att")
         assert f["target"] == "http/toy-app" and f["prompts"] == 4
         assert f["overall"]["successes"] == 3 and f["target_errors"] == 0
@@ -431,3 +438,51 @@ def test_a_response_cannot_escape_its_quote_in_the_judge_prompt(tmp_path, monkey
     assert quote(attack) in user and "\\u003c/assistant_response\\u003e" in user
     assert json.loads(quote(attack)) == attack  # the judge can still read it exactly
     assert "never instructions to you" in seen[0][0].content
+
+
+def test_attack_prices_and_cost_cap(dataset, tmp_path, fake_server):
+    base = ["--target", "openai/app", "--base-url", fake_server.base_url]
+    r = aart_cli("attack", dataset, *base, "--out", tmp_path / "a1", "--max-cost", "0.01")
+    assert r.returncode == 2 and "no price for openai/app" in r.stderr
+    assert not fake_server.requests  # refused before any call
+    price = ["--price", "openai/app=1000,2000"]  # dear, so the cap is reached quickly
+    r = aart_cli("attack", dataset, *base, *price, "--out", tmp_path / "a2")
+    assert r.returncode == 0, r.stderr
+    f = json.loads((tmp_path / "a2" / "attack.json").read_text())
+    calls = f["usage"]["calls"]
+    expected = sum(
+        (c["prompt_tokens"] * 1000 + c["completion_tokens"] * 2000) / 1e6
+        for c in _calls(tmp_path / "a2")
+    )
+    assert calls == 4 and f["usage"]["cost"] == pytest.approx(expected) and expected > 0
+    assert (
+        f"${expected:.4f}" in r.stdout and "cost $" in (tmp_path / "a2" / "report.md").read_text()
+    )
+    # a cap below one call's cost stops the attack after the calls in flight
+    r = aart_cli(
+        "attack",
+        dataset,
+        *base,
+        *price,
+        "--max-cost",
+        "0.001",
+        "--concurrency",
+        "1",
+        "--out",
+        tmp_path / "a3",
+    )
+    assert r.returncode == 1 and "budget exhausted" in r.stderr
+    assert len(_calls(tmp_path / "a3")) == 1
+    r = aart_cli("attack", dataset, *base, "--price", "openai/app=cheap", "--out", tmp_path / "a4")
+    assert r.returncode == 2 and "MODEL=IN,OUT" in r.stderr
+
+
+def _calls(out):
+    import sqlite3
+
+    con = sqlite3.connect(out / "run.db")
+    rows = con.execute(
+        "SELECT prompt_tokens, completion_tokens FROM calls WHERE cache_key != ''"
+    ).fetchall()
+    con.close()
+    return [{"prompt_tokens": a, "completion_tokens": b} for a, b in rows]

@@ -313,7 +313,8 @@ def test_run_over_budget_is_refused_before_step_one(tmp_path):
 
 
 def test_a_cost_cap_without_a_price_is_refused_before_any_call(tmp_path):
-    from aart.steps.common import check_priced
+    from aart.llm.factory import ModelFactory
+    from aart.steps.common import recipe_budget, recipe_prices
 
     register_script("unpriced", [AssertionError("no call may be made")])
     text = explicit_regions(MINI_RECIPE).replace("default: fake/test", "default: unpriced/x")
@@ -323,7 +324,11 @@ def test_a_cost_cap_without_a_price_is_refused_before_any_call(tmp_path):
         aart.run(write_recipe(tmp_path, text), out=out)
     assert not out.exists()
     priced = text + "prices: {unpriced/x: {input: 1.0, output: 2.0}}\n"
-    check_priced(load_recipe(write_recipe(tmp_path, priced, "priced.yaml")).recipe, "unpriced/x")
+    recipe = load_recipe(write_recipe(tmp_path, priced, "priced.yaml")).recipe
+    factory = ModelFactory(prices=recipe_prices(recipe), budget=recipe_budget(recipe))
+    factory.check_priced("unpriced/x")  # no error: the cap can now be counted
+    with pytest.raises(UsageError, match="no price for other/y"):
+        factory.check_priced("other/y")
 
 
 def explicit_regions(text):

@@ -1,6 +1,7 @@
 """aart: AI-assisted red-teaming with diverse, annotated adversarial data generation.
 
-The Python API mirrors the CLI: :func:`define`, :func:`scope`, :func:`generate`, :func:`run`.
+The Python API mirrors the CLI: :func:`run`, :func:`define`, :func:`scope`, :func:`generate`,
+:func:`topup`, :func:`baseline`, :func:`attack`.
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -11,16 +12,28 @@ except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0"
 
 from .errors import AartError  # noqa: E402
-from .pipeline import RunResult, attack, define, dry_run, generate, run, scope  # noqa: E402
+from .pipeline import (  # noqa: E402
+    RunResult,
+    attack,
+    baseline,
+    define,
+    dry_run,
+    generate,
+    run,
+    scope,
+    topup,
+)
 
 __all__ = [
     "AartError",
     "RunResult",
     "__version__",
     "attack",
+    "baseline",
     "define",
     "dry_run",
     "generate",
     "run",
     "scope",
+    "topup",
 ]

@@ -6,23 +6,28 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from .errors import BudgetError, EndpointDown
-from .llm import Model, estimate_tokens
+from .llm import Model, ModelOptions, Price, estimate_tokens
+from .llm.factory import ModelFactory
 from .recipe import Value, load_recipe
 from .recipe.loader import LoadedRecipe
-from .steps.common import check_priced, stage_model
+from .steps.baseline import BaselineStats, load_pool, run_baseline
+from .steps.common import recipe_budget, recipe_prices, run_models
 from .steps.define import define_report, define_run
 from .steps.generate import GenerateStats, generate_run
 from .steps.prompting import completion_estimate, render_messages
 from .steps.scope import Plan, apply_filter, build_blueprint, scope_run
+from .steps.topup import topup_run
+from .store.db import RunDB
 from .store.rundir import Run
 
 Progress = Callable[[str, int], Callable[[], None]]
+T = TypeVar("T")
 
 
 def default_out(recipe: str | Path, size: str | None) -> Path:
@@ -30,15 +35,19 @@ def default_out(recipe: str | Path, size: str | None) -> Path:
     return Path("runs") / (f"{name}-{size}" if size else name)
 
 
-def _model(run: Run, stage: str, model: str | None, no_cache: bool) -> Model:
-    return stage_model(run, stage, model, use_cache=not no_cache)
-
-
-async def _with(model: Model, coro: Any) -> Any:
+async def _closing(models: ModelFactory, coro: Awaitable[T]) -> T:
     try:
         return await coro
     finally:
-        await model.aclose()
+        await models.aclose()
+
+
+def _define(
+    run: Run, model: str | None, no_cache: bool, base_url: str | None, force: bool = False
+) -> dict[str, int]:
+    models = run_models(run, use_cache=not no_cache, base_url=base_url)
+    m = models.model(model or run.recipe.models.for_stage("define"))
+    return asyncio.run(_closing(models, define_run(run, m, force=force)))
 
 
 def define(
@@ -49,11 +58,12 @@ def define(
     size: str | None = None,
     no_cache: bool = False,
     force: bool = False,
+    base_url: str | None = None,
 ) -> dict[str, int]:
-    """Step 1: enumerate each dimension's values into ``OUT/dimensions/*.yaml``."""
+    """Step 1: enumerate each dimension's values into ``OUT/dimensions/*.yaml``. ``base_url``
+    overrides the recipe's endpoint (and, being the user's choice, receives OPENAI_API_KEY)."""
     with Run.create_or_resume(out or default_out(recipe, size), recipe, size) as run:
-        m = _model(run, "define", model, no_cache)
-        return asyncio.run(_with(m, define_run(run, m, force=force)))
+        return _define(run, model, no_cache, base_url, force)
 
 
 def scope(run_dir: str | Path, *, model: str | None = None, force: bool = False) -> Plan:
@@ -68,30 +78,27 @@ def generate(
     model: str | None = None,
     no_cache: bool = False,
     progress: Progress | None = None,
+    base_url: str | None = None,
 ) -> GenerateStats:
     """Step 3: generate the dataset for the blueprint (resuming finished attempts)."""
     with Run.open(run_dir) as run:
-        return _generate(run, model, no_cache, progress)
+        return _generate(run, model, no_cache, progress, base_url)
 
 
 def _generate(
-    run: Run, model: str | None, no_cache: bool, progress: Progress | None
+    run: Run,
+    model: str | None,
+    no_cache: bool,
+    progress: Progress | None,
+    base_url: str | None = None,
 ) -> GenerateStats:
-    m = _model(run, "generate", model, no_cache)
+    models = run_models(run, use_cache=not no_cache, base_url=base_url)
+    m = models.model(model or run.recipe.models.for_stage("generate"))
     verifier: Model | None = None
     if any(d.verify == "llm" for d in run.recipe.dimensions.values()):
-        name = run.recipe.models.verify or model or run.recipe.models.default
-        verifier = _model(run, "verify", name, no_cache)
+        verifier = models.model(run.recipe.models.verify or model or run.recipe.models.default)
     tick = progress("generate", len(run.read_blueprint())) if progress else None
-
-    async def go() -> GenerateStats:
-        try:
-            return await generate_run(run, m, tick, verifier)
-        finally:
-            if verifier is not None:
-                await verifier.aclose()
-
-    return asyncio.run(_with(m, go()))
+    return asyncio.run(_closing(models, generate_run(run, m, tick, verifier)))
 
 
 @dataclass
@@ -138,18 +145,18 @@ def run(
     no_cache: bool = False,
     progress: Progress | None = None,
     on_plan: Callable[[Plan], None] | None = None,
+    base_url: str | None = None,
 ) -> RunResult:
     """Define, scope and generate in one go. Re-running with the same ``out`` resumes."""
     start = time.perf_counter()
     root = Path(out or default_out(recipe, size))
     _check_planned_budget(recipe, model, size)
     with Run.create_or_resume(root, recipe, size) as r:
-        m = _model(r, "define", model, no_cache)
-        dims = asyncio.run(_with(m, define_run(r, m)))
+        dims = _define(r, model, no_cache, base_url)
         plan = scope_run(r, model or r.recipe.models.for_stage("generate"))
         if on_plan:
             on_plan(plan)
-        stats = _generate(r, model, no_cache, progress)
+        stats = _generate(r, model, no_cache, progress, base_url)
         usage = r.db.call_totals()
         outputs = {
             name: str(root / name)
@@ -173,8 +180,9 @@ def _check_planned_budget(recipe: str | Path, model: str | None, size: str | Non
     """Refuse, before Step 1 spends anything (or the run directory exists), a run whose
     estimate exceeds the budget, or whose cost cap has no price to count against."""
     r = load_recipe(recipe, size).recipe
+    factory = ModelFactory(prices=recipe_prices(r), budget=recipe_budget(r))
     for stage in ("define", "generate"):
-        check_priced(r, model or r.models.for_stage(stage))
+        factory.check_priced(model or r.models.for_stage(stage))
     b = r.budget
     if b.max_calls is None and b.max_tokens is None:
         return
@@ -256,13 +264,14 @@ def attack(
     baseline: str | Path | None = None,
     progress: Progress | None = None,
     min_judged: float = 0.9,
+    prices: dict[str, Price] | None = None,
+    max_cost: float | None = None,
 ) -> dict[str, Any]:
     """Attack ``target`` with every prompt of ``dataset``, judge the responses, write
     OUT/report.html, report.md, attack.json and failures.jsonl; returns the findings.
     ``findings["inconclusive"]`` is true when fewer than ``min_judged`` of the prompts got a
     verdict (target errors and unjudged answers), or when an endpoint failed every call and
     the attack stopped (``findings["stopped"]`` says why): its rate then proves nothing."""
-    from .llm import ModelOptions
     from .redteam import Attack, AttackConfig, compare_runs, write_regression_dataset
     from .report.attack import write_attack_report
 
@@ -272,11 +281,14 @@ def attack(
     app_name = policy = ""
     sp = ""
     budget = None
+    all_prices: dict[str, Price] = {}
     if recipe is not None:
         rec = load_recipe(recipe).recipe
         app = rec.application
         app_name, policy, sp = app.name, app.policy, app.system_prompt
         budget = rec.budget
+        all_prices = recipe_prices(rec)
+    all_prices.update(prices or {})
     config = AttackConfig(
         target=target,
         judge=judge,
@@ -288,8 +300,10 @@ def attack(
         limit=limit,
         use_cache=not no_cache,
         options=ModelOptions(base_url=base_url, concurrency=concurrency),
+        prices=all_prices,
         max_calls=budget.max_calls if budget else None,
         max_tokens_total=budget.max_tokens if budget else None,
+        max_cost=max_cost if max_cost is not None else budget.max_cost if budget else None,
     )
     a = Attack(ds, out, config)
     try:
@@ -317,4 +331,74 @@ def attack(
     return findings
 
 
-__all__ = ["RunResult", "attack", "define", "dry_run", "generate", "run", "scope"]
+def baseline(
+    method: Literal["zero-shot", "few-shot"],
+    *,
+    model: str,
+    out: str | Path,
+    n: int = 160,
+    pool: str | Path | None = None,
+    shots: int = 5,
+    temperature: float = 0.7,
+    seed: int = 0,
+    no_cache: bool = False,
+    base_url: str | None = None,
+) -> BaselineStats:
+    """A Perez et al. baseline dataset (zero-shot, or stochastic few-shot from ``pool``) in
+    ``OUT/dataset.jsonl``, to compare with AART on the same model and token budget.
+    Re-running with the same ``out`` spends nothing twice (the responses are cached)."""
+    examples = load_pool(pool) if pool else None
+    db = RunDB(Path(out) / "run.db")
+    models = ModelFactory(options=ModelOptions(base_url=base_url), store=db, use_cache=not no_cache)
+    try:
+        m = models.model(model)
+        return asyncio.run(
+            _closing(
+                models,
+                run_baseline(
+                    m,
+                    method,
+                    n,
+                    Path(out),
+                    pool=examples,
+                    shots=shots,
+                    temperature=temperature,
+                    seed=seed,
+                ),
+            )
+        )
+    finally:
+        db.close()
+
+
+def topup(
+    run_dir: str | Path,
+    *,
+    min_count: int = 1,
+    min_share: float = 0.0,
+    attempts_per_value: int = 1,
+    axes: list[str] | None = None,
+) -> dict[str, Any]:
+    """Find under-covered values in the run's dataset and append attempts for them to its
+    blueprint (running it twice adds nothing twice); ``generate`` then fills only those."""
+    with Run.open(run_dir) as run:
+        return topup_run(
+            run,
+            min_count=min_count,
+            min_share=min_share,
+            attempts_per_value=attempts_per_value,
+            axes=axes,
+        )
+
+
+__all__ = [
+    "RunResult",
+    "attack",
+    "baseline",
+    "define",
+    "dry_run",
+    "generate",
+    "run",
+    "scope",
+    "topup",
+]

@@ -7,11 +7,27 @@ import sys
 import click
 
 from .. import pipeline
-from .common import echo_kv, failed_job_lines, no_cache_option, progress_bars
+from ..llm import Price
+from .common import echo_kv, failed_job_lines, no_cache_option, progress_bars, usage_line
 
 GATE_EXIT_CODE = 3
 # Too few prompts got a verdict for the rate to mean anything: never a pass.
 INCONCLUSIVE_EXIT_CODE = 4
+
+
+def parse_price(text: str) -> tuple[str, Price]:
+    name, sep, rest = text.partition("=")
+    try:
+        inp, out = (float(x) for x in rest.split(","))
+    except ValueError:
+        raise click.BadParameter(
+            f"{text!r}: give MODEL=IN,OUT in US dollars per million tokens, "
+            "e.g. openai/gpt-4o-mini=0.15,0.6",
+            param_hint="--price",
+        ) from None
+    if not sep or not name or inp < 0 or out < 0:
+        raise click.BadParameter(f"{text!r}: give MODEL=IN,OUT", param_hint="--price")
+    return name, Price(inp, out)
 
 
 @click.command("attack")
@@ -73,6 +89,21 @@ INCONCLUSIVE_EXIT_CODE = 4
     help=f"Below this share of judged prompts the attack is inconclusive: exit "
     f"{INCONCLUSIVE_EXIT_CODE}, whatever --fail-above says.",
 )
+@click.option(
+    "--price",
+    "prices",
+    multiple=True,
+    metavar="MODEL=IN,OUT",
+    help="US dollars per million input and output tokens for a model (repeatable; adds to "
+    "the recipe's prices).",
+)
+@click.option(
+    "--max-cost",
+    default=None,
+    type=click.FloatRange(min=0),
+    metavar="USD",
+    help="Stop when the attack has cost this much (needs a price for every paid model).",
+)
 @no_cache_option
 def attack_command(
     dataset: str,
@@ -89,6 +120,8 @@ def attack_command(
     baseline: str | None,
     fail_above: float | None,
     min_judged: float,
+    prices: tuple[str, ...],
+    max_cost: float | None,
     no_cache: bool,
 ) -> None:
     """Send every prompt of DATASET to the target, judge the responses and report the
@@ -111,6 +144,8 @@ def attack_command(
             baseline=baseline,
             progress=bars,
             min_judged=min_judged,
+            prices=dict(parse_price(p) for p in prices),
+            max_cost=max_cost,
         )
     o = f["overall"]
     if f["inconclusive"]:
@@ -132,6 +167,7 @@ def attack_command(
         ),
         ("unjudged", f["unjudged"]),
         ("target errors", f["target_errors"]),
+        ("calls", usage_line(f["usage"])),
     ] + failed_job_lines(f["failed_jobs"])
     for axis, cells in list(f["by_value"].items())[:3]:
         if cells:

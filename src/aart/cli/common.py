@@ -17,6 +17,13 @@ model_option = click.option(
     metavar="PROVIDER/MODEL",
     help="Override the recipe's model for every stage, e.g. openai/gpt-4o-mini or local/default.",
 )
+base_url_option = click.option(
+    "--base-url",
+    default=None,
+    metavar="URL",
+    help="Endpoint for openai/... models, overriding the recipe's; being your choice, it "
+    "receives $OPENAI_API_KEY.",
+)
 no_cache_option = click.option(
     "--no-cache", is_flag=True, help="Bypass the response cache (calls are still recorded)."
 )
@@ -81,6 +88,14 @@ def generation_lines(s: Any) -> list[tuple[str, Any]]:
         ),
         ("jobs", f"{s.jobs} ({s.topup_jobs} top-up)"),
     ] + failed_job_lines(s.failed_jobs)
+
+
+def usage_line(u: dict[str, Any]) -> str:
+    """Calls, tokens and cost as :meth:`RunDB.call_totals` gives them."""
+    return (
+        f"{u['calls']} paid calls, {u['prompt_tokens'] + u['completion_tokens']:,} tokens, "
+        f"${u['cost']:.4f}"
+    )
 
 
 def failed_job_lines(failed: list[dict[str, str]], show: int = 3) -> list[tuple[str, Any]]:

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
 from typing import Literal, cast
 
 import click
 
-from ..llm import get_model
-from ..steps.baseline import BaselineStats, load_pool, run_baseline
-from ..steps.topup import topup_run
-from ..store.db import RunDB
-from ..store.rundir import Run
-from .common import echo_kv, no_cache_option
+from .. import pipeline
+from .common import base_url_option, echo_kv, no_cache_option
 
 
 @click.command("baseline")
@@ -32,6 +26,7 @@ from .common import echo_kv, no_cache_option
 @click.option("--temperature", default=0.7, show_default=True)
 @click.option("--seed", default=0, show_default=True)
 @no_cache_option
+@base_url_option
 def baseline_command(
     method: str,
     model: str,
@@ -42,32 +37,22 @@ def baseline_command(
     temperature: float,
     seed: int,
     no_cache: bool,
+    base_url: str | None,
 ) -> None:
     """Generate a baseline dataset (zero-shot or stochastic few-shot, Perez et al. 2022) into
     OUT/dataset.jsonl, to compare with AART on the same model and token budget."""
-    examples = load_pool(pool) if pool else None
-    db = RunDB(Path(out) / "run.db")
-    m = get_model(model, store=db, use_cache=not no_cache)
-
-    kind = cast(Literal["zero-shot", "few-shot"], method)  # click.Choice has checked it
-
-    async def go() -> BaselineStats:
-        try:
-            return await run_baseline(
-                m,
-                kind,
-                n,
-                Path(out),
-                pool=examples,
-                shots=shots,
-                temperature=temperature,
-                seed=seed,
-            )
-        finally:
-            await m.aclose()
-
-    stats = asyncio.run(go())
-    db.close()
+    stats = pipeline.baseline(
+        cast(Literal["zero-shot", "few-shot"], method),  # click.Choice has checked it
+        model=model,
+        out=out,
+        n=n,
+        pool=pool,
+        shots=shots,
+        temperature=temperature,
+        seed=seed,
+        no_cache=no_cache,
+        base_url=base_url,
+    )
     click.echo(f"baseline {method}: {out}/dataset.jsonl")
     echo_kv(
         [
@@ -77,6 +62,7 @@ def baseline_command(
             ("tokens", f"{stats.tokens:,}"),
             ("tokens per valid prompt", f"{stats.tokens_per_valid_prompt:.1f}"),
         ]
+        + ([("failed samples", f"{stats.failed} (re-run to retry them)")] if stats.failed else [])
     )
 
 
@@ -97,14 +83,13 @@ def topup_command(
 ) -> None:
     """Find under-covered values in RUN's dataset and append attempts for them to the
     blueprint; then `aart generate RUN` fills only those gaps."""
-    with Run.open(run_dir) as run:
-        result = topup_run(
-            run,
-            min_count=min_count,
-            min_share=min_share,
-            attempts_per_value=attempts_per_value,
-            axes=list(axes) or None,
-        )
+    result = pipeline.topup(
+        run_dir,
+        min_count=min_count,
+        min_share=min_share,
+        attempts_per_value=attempts_per_value,
+        axes=list(axes) or None,
+    )
     for axis, gaps in result["gaps"].items():
         click.echo(f"{axis}: {len(gaps)} under-covered" + (f": {', '.join(gaps)}" if gaps else ""))
     click.echo(

@@ -9,6 +9,7 @@ import click
 from .. import __version__
 from ..errors import AartError
 from .attack_cmd import attack_command
+from .endpoints_cmd import endpoints_command
 from .evaluate_cmd import evaluate_command
 from .extra_cmd import baseline_command, topup_command
 from .recipes_cmd import init_command, recipes_command
@@ -34,6 +35,7 @@ for command in (
     baseline_command,
     recipes_command,
     init_command,
+    endpoints_command,
 ):
     cli.add_command(command)
 

@@ -9,6 +9,7 @@ import click
 from .. import pipeline
 from ..steps.scope import Plan
 from .common import (
+    base_url_option,
     echo_kv,
     echo_samples,
     generation_lines,
@@ -26,8 +27,15 @@ from .common import (
 @size_option
 @no_cache_option
 @click.option("--dry-run", is_flag=True, help="Estimate calls and tokens; spend nothing.")
+@base_url_option
 def run_command(
-    recipe: str, model: str | None, out: str | None, size: str | None, no_cache: bool, dry_run: bool
+    recipe: str,
+    model: str | None,
+    out: str | None,
+    size: str | None,
+    no_cache: bool,
+    dry_run: bool,
+    base_url: str | None,
 ) -> None:
     """Run the three AART steps on RECIPE (a path or a built-in name, see `aart recipes`).
 
@@ -48,6 +56,7 @@ def run_command(
             recipe,
             out=out,
             model=model,
+            base_url=base_url,
             size=size,
             no_cache=no_cache,
             progress=bars,

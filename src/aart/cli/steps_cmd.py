@@ -9,6 +9,7 @@ import click
 
 from .. import pipeline
 from .common import (
+    base_url_option,
     echo_kv,
     echo_samples,
     generation_lines,
@@ -26,11 +27,20 @@ from .common import (
 @size_option
 @no_cache_option
 @click.option("--force", is_flag=True, help="Re-enumerate even dimensions whose file exists.")
+@base_url_option
 def define_command(
-    recipe: str, out: str | None, model: str | None, size: str | None, no_cache: bool, force: bool
+    recipe: str,
+    out: str | None,
+    model: str | None,
+    size: str | None,
+    no_cache: bool,
+    force: bool,
+    base_url: str | None,
 ) -> None:
     """Step 1: enumerate each dimension's values into RUN/dimensions/*.yaml."""
-    counts = pipeline.define(recipe, out, model=model, size=size, no_cache=no_cache, force=force)
+    counts = pipeline.define(
+        recipe, out, model=model, size=size, no_cache=no_cache, force=force, base_url=base_url
+    )
     root = out or pipeline.default_out(recipe, size)
     click.echo(f"dimensions written to {root}/dimensions/ (edit them, then `aart scope {root}`):")
     echo_kv([(name, f"{n} values") for name, n in counts.items()])
@@ -54,10 +64,13 @@ def scope_command(run_dir: str, model: str | None, force: bool) -> None:
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @model_option
 @no_cache_option
-def generate_command(run_dir: str, model: str | None, no_cache: bool) -> None:
+@base_url_option
+def generate_command(run_dir: str, model: str | None, no_cache: bool, base_url: str | None) -> None:
     """Step 3: generate the dataset for RUN/blueprint.jsonl; resumes finished attempts."""
     with progress_bars() as bars:
-        s = pipeline.generate(run_dir, model=model, no_cache=no_cache, progress=bars)
+        s = pipeline.generate(
+            run_dir, model=model, no_cache=no_cache, progress=bars, base_url=base_url
+        )
     click.echo(f"dataset: {run_dir}/dataset.jsonl")
     echo_kv(generation_lines(s))
     echo_samples(Path(run_dir) / "dataset.jsonl")

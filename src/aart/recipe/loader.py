@@ -119,6 +119,7 @@ OPERATIONAL_MODEL_KEYS = (
     "timeout",
     "max_retries",
     "structured_retries",
+    "api_key_env",
 )
 #: recipes are shared documents: a bound keeps a hostile one from exhausting memory
 MAX_RECIPE_BYTES = 1_000_000

@@ -84,7 +84,9 @@ class Models(Strict):
     #: the model that checks prompts of dimensions with ``verify: llm``
     verify: str | None = None
     base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
+    #: the environment variable holding the key; it is sent only to a host the user bound it
+    #: to (see the README's "Secrets"); unset: OPENAI_API_KEY, and no key to unbound hosts
+    api_key_env: str | None = None
     concurrency: int | None = Field(None, ge=1, le=1024)
     rpm: float | None = Field(None, gt=0)
     tpm: float | None = Field(None, gt=0)

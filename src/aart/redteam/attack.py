@@ -7,13 +7,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import EndpointDown, ProviderError, UsageError
 from ..evaluate.data import load_dataset
-from ..llm import Budget, GenerateConfig, Message, Model, ModelOptions, get_model
+from ..llm import Budget, GenerateConfig, Message, ModelOptions, Price
+from ..llm.factory import ModelFactory
 from ..llm.http_status import is_retryable
 from ..runner import run_jobs
 from ..store.db import RunDB
@@ -38,8 +39,12 @@ class AttackConfig:
     limit: int | None = None
     use_cache: bool = True
     options: ModelOptions = field(default_factory=ModelOptions)
-    max_calls: int | None = None  # the recipe's budget, counted over the whole attack run
+    #: US dollars per million tokens, by model name (the recipe's prices and --price)
+    prices: dict[str, Price] = field(default_factory=dict)
+    # the budget, counted over the whole attack run (all invocations)
+    max_calls: int | None = None
     max_tokens_total: int | None = None
+    max_cost: float | None = None
 
     def signature(self, dataset_hash: str) -> str:
         parts = [
@@ -94,40 +99,35 @@ class Attack:
         self.budget = Budget(
             max_calls=config.max_calls,
             max_tokens=config.max_tokens_total,
+            max_cost=config.max_cost,
             calls=spent["calls"],
             tokens=spent["prompt_tokens"] + spent["completion_tokens"],
+            cost=spent["cost"],
         )
-        name, api = create_target(config.target, config.options)
-        self.target_name = name
-        self.target = Model(
-            name,
-            api,
+        # target, judges and classifier: one factory, so one budget, one cache, one set of
+        # prices
+        self.models = ModelFactory(
             options=config.options,
             store=self.db,
             use_cache=config.use_cache,
+            prices=config.prices,
             budget=self.budget,
+            source="the recipe or --price",
         )
+        name, api = create_target(config.target, replace(config.options))
+        self.target_name = name
+        self.target = self.models.wrap(name, api)
         self.judges: list[Any] = [RefusalJudge()]
         self.primary = "refusal"
-        self._models = [self.target]
+        judge_options = ModelOptions(base_url=config.options.base_url)
         if config.judge != "refusal":
-            judge = LLMJudge(self._judge_model(config.judge), config.app_name, config.policy)
+            judge = LLMJudge(
+                self.models.model(config.judge, judge_options), config.app_name, config.policy
+            )
             self.judges.append(judge)
             self.primary = judge.name
         if config.classifier:
-            self.judges.append(GuardJudge(self._judge_model(config.classifier)))
-
-    def _judge_model(self, name: str) -> Model:
-        """A judging model sharing the attack's store, cache and budget."""
-        model = get_model(
-            name,
-            ModelOptions(base_url=self.config.options.base_url),
-            store=self.db,
-            use_cache=self.config.use_cache,
-            budget=self.budget,
-        )
-        self._models.append(model)
-        return model
+            self.judges.append(GuardJudge(self.models.model(config.classifier, judge_options)))
 
     async def _work(self, job: tuple[str, dict[str, Any]]) -> None:
         jid, rec = job
@@ -161,8 +161,7 @@ class Attack:
         try:
             await run_jobs(self.db, STAGE, self._work, self.target.concurrency)
         finally:
-            for m in self._models:
-                await m.aclose()
+            await self.models.aclose()
         return self.findings()
 
     def findings(self) -> dict[str, Any]:

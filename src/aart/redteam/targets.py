@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError, ProviderError, TransientError
 from ..llm import GenerateConfig, Message, ModelAPI, ModelOptions, RawResponse, create_api
+from ..llm.endpoints import allowed, refuse
 from ..llm.http_status import status_error
 
 _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -98,9 +99,17 @@ def load_http_spec(path: Path) -> HTTPTargetSpec:
 
 
 class HTTPTargetAPI(ModelAPI):
-    def __init__(self, spec: HTTPTargetSpec, options: ModelOptions) -> None:
+    def __init__(self, spec: HTTPTargetSpec, options: ModelOptions, source: str = "") -> None:
         super().__init__(spec.name, options)
         self.spec = spec
+        # The file is a shared document: each ${VAR} it uses must be bound by the user to the
+        # host it goes to, checked here, before any call.
+        self.url = expand_env(spec.url, "url")
+        self.headers = {k: expand_env(v, f"header {k}") for k, v in spec.headers.items()}
+        for text in [spec.url, *spec.headers.values()]:
+            for var in _ENV_VAR.findall(text):
+                if not allowed(self.url, var, options.bound):
+                    raise refuse(f"target file {source or spec.name}", self.url, var)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -113,7 +122,6 @@ class HTTPTargetAPI(ModelAPI):
     ) -> RawResponse:
         system = "\n".join(m.content for m in messages if m.role == "system")
         prompt = messages[-1].content
-        headers = {k: expand_env(v, f"header {k}") for k, v in self.spec.headers.items()}
         body = render_body(self.spec.body, prompt, system)
         loop = asyncio.get_running_loop()
         if self._session is None or self._loop is not loop:
@@ -123,7 +131,7 @@ class HTTPTargetAPI(ModelAPI):
             self._loop = loop
         try:
             async with self._session.request(
-                self.spec.method, expand_env(self.spec.url, "url"), json=body, headers=headers
+                self.spec.method, self.url, json=body, headers=self.headers
             ) as resp:
                 status, text = resp.status, await resp.text()
                 retry_after = resp.headers.get("retry-after")
@@ -192,7 +200,7 @@ def create_target(spec: str, options: ModelOptions | None = None) -> tuple[str, 
             raise ConfigError(f"HTTP target file {spec} does not exist")
         s = load_http_spec(path)
         options.timeout = max(options.timeout, s.timeout)
-        return f"http/{s.name}", HTTPTargetAPI(s, options)
+        return f"http/{s.name}", HTTPTargetAPI(s, options, spec)
     if "/" in spec:
         return spec, create_api(spec, options)
     if ":" in spec:

@@ -77,6 +77,7 @@ def attack_html(f: Mapping[str, Any]) -> str:
                 ("unjudged", f["unjudged"]),
                 ("target errors", f["target_errors"]),
                 ("failed calls", len(f["failed_jobs"])),
+                ("cost", f"${f['usage']['cost']:.4f} ({f['usage']['calls']} paid calls)"),
                 ("refusal rate", f"{100 * f['refusal_rate']:.1f}%"),
             ]
         ),
@@ -177,6 +178,7 @@ def attack_markdown(f: Mapping[str, Any]) -> str:
         f"- prompts {f['prompts']}, judged {f['judged']}, unjudged {f['unjudged']}, "
         f"target errors {f['target_errors']}, failed calls {len(f['failed_jobs'])}, "
         f"refusal rate {100 * f['refusal_rate']:.1f}%",
+        f"- cost ${f['usage']['cost']:.4f} for {f['usage']['calls']} paid calls",
     ]
     if f.get("comparison"):
         c = f["comparison"]

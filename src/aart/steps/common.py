@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from ..errors import UsageError
-from ..llm import Budget, Model, ModelOptions, Price, get_model
+from typing import Any
+
+from ..llm import Budget, ModelOptions, Price
+from ..llm.endpoints import DEFAULT_KEY_ENV
+from ..llm.factory import ModelFactory
 from ..recipe import Recipe
 from ..store.rundir import Run
 
 
-def model_options(recipe: Recipe) -> ModelOptions:
+def model_options(recipe: Recipe, base_url: str | None = None) -> ModelOptions:
+    """The recipe's endpoint settings. A recipe is a shared document, so its base_url and
+    api_key_env are untrusted; a ``base_url`` given by the user (a CLI flag) overrides its own
+    and receives OPENAI_API_KEY."""
     m = recipe.models
     return ModelOptions(
-        base_url=m.base_url,
-        api_key_env=m.api_key_env,
+        base_url=base_url or m.base_url,
+        api_key_env=m.api_key_env or DEFAULT_KEY_ENV,
         timeout=m.timeout,
         concurrency=m.concurrency,
         max_retries=m.max_retries,
@@ -20,13 +26,21 @@ def model_options(recipe: Recipe) -> ModelOptions:
         tpm=m.tpm,
         structured_retries=m.structured_retries,
         decoding=m.decoding,
+        untrusted=True,
+        key_named=m.api_key_env is not None,
+        bound=((base_url, DEFAULT_KEY_ENV),) if base_url else (),
     )
 
 
-def run_budget(run: Run) -> Budget:
-    """The recipe's budget, counting what earlier invocations of this run already spent."""
-    b = run.recipe.budget
-    spent = run.db.call_totals()
+def recipe_prices(recipe: Recipe) -> dict[str, Price]:
+    return {name: Price(p.input, p.output) for name, p in recipe.prices.items()}
+
+
+def recipe_budget(recipe: Recipe, spent: dict[str, Any] | None = None) -> Budget:
+    """The recipe's budget, counting what earlier invocations already spent (``spent`` as
+    :meth:`RunDB.call_totals` gives it)."""
+    b = recipe.budget
+    spent = spent or {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
     return Budget(
         max_calls=b.max_calls,
         max_tokens=b.max_tokens,
@@ -37,40 +51,19 @@ def run_budget(run: Run) -> Budget:
     )
 
 
-def price_for(recipe: Recipe, model_name: str) -> Price:
-    p = recipe.prices.get(model_name)
-    return Price(p.input, p.output) if p else Price()
-
-
-# Providers whose calls cost nothing, so a cost cap needs no price for them.
-FREE_PROVIDERS = ("local/", "fake/")
-
-
-def check_priced(recipe: Recipe, model_name: str) -> None:
-    """A cost cap needs a price: refuse, before any call, a capped run of an unpriced model."""
-    if recipe.budget.max_cost is None or model_name.startswith(FREE_PROVIDERS):
-        return
-    if model_name not in recipe.prices:
-        raise UsageError(
-            f"budget.max_cost is set but the recipe has no price for {model_name}, so the cap "
-            f"could never be reached; add prices: {{{model_name}: {{input: ..., output: ...}}}} "
-            "(US dollars per million tokens) or remove max_cost"
-        )
-
-
-def stage_model(
-    run: Run, stage: str, override: str | None, use_cache: bool, budget: Budget | None = None
-) -> Model:
-    name = override or run.recipe.models.for_stage(stage)
-    check_priced(run.recipe, name)
-    return get_model(
-        name,
-        model_options(run.recipe),
+def run_models(run: Run, *, use_cache: bool = True, base_url: str | None = None) -> ModelFactory:
+    """The factory every step of a run builds its models with."""
+    return ModelFactory(
+        options=model_options(run.recipe, base_url),
         store=run.db,
         use_cache=use_cache,
-        price=price_for(run.recipe, name),
-        budget=budget or run_budget(run),
+        prices=recipe_prices(run.recipe),
+        budget=recipe_budget(run.recipe, run.db.call_totals()),
     )
+
+
+def price_for(recipe: Recipe, model_name: str) -> Price:
+    return recipe_prices(recipe).get(model_name, Price())
 
 
 def application_brief(recipe: Recipe) -> str:

@@ -31,6 +31,14 @@ class ModelOptions:
     #: JSON schema) or "free" (the schema is described in the prompt, the answer parsed
     #: tolerantly and re-asked when invalid); None: the provider's measured default
     decoding: str | None = None
+    #: base_url and api_key_env come from a shared document (a recipe): a secret from the
+    #: environment then goes only to a host the user bound it to (see aart.llm.endpoints)
+    untrusted: bool = False
+    #: the document named api_key_env itself; if not, an unbound host gets no key (rather
+    #: than a usage error), since it most likely needs none
+    key_named: bool = True
+    #: (url, variable) bindings the user gave for this invocation (a --base-url flag)
+    bound: tuple[tuple[str, str], ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 

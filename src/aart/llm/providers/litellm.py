@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ConfigError, ProviderError, TransientError
+from ..endpoints import host_bound, origin
 from ..http_status import is_retryable
 from ..structured import schema_instructions
 from ..types import GenerateConfig, Message, RawResponse, Usage
@@ -21,6 +22,19 @@ class LiteLLMAPI(ModelAPI):
                 f"litellm/{model} needs the litellm extra: pip install 'aart-redteam[litellm]'"
             ) from e
         self._litellm = litellm
+        # LiteLLM sends the provider's key from the environment to api_base: a recipe may
+        # only point it at a host the user bound a key to.
+        if (
+            options.untrusted
+            and options.base_url
+            and not host_bound(options.base_url, options.bound)
+        ):
+            raise ConfigError(
+                f"litellm/{model}'s base_url would send your provider key to "
+                f"{origin(options.base_url)}, a host you have not bound it to. If you trust "
+                f"it: `aart endpoints allow {origin(options.base_url)} --key-env VAR`, with "
+                "VAR the variable LiteLLM reads for this provider"
+            )
 
     @property
     def endpoint(self) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 import aiohttp
 
 from ...errors import ConfigError, TransientError
+from ..endpoints import allowed, how_to_allow, refuse
 from ..http_status import is_per_request, status_error
 from ..structured import schema_instructions
 from ..types import GenerateConfig, Message, RawResponse, Usage
@@ -43,6 +44,20 @@ class OpenAIChatAPI(ModelAPI):
             options.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         ).rstrip("/")
         key = os.environ.get(options.api_key_env)
+        #: why no key was sent, for the hint of a 401
+        self.withheld = ""
+        if (
+            key
+            and options.untrusted
+            and not allowed(self.base_url, options.api_key_env, options.bound)
+        ):
+            if options.key_named:
+                raise refuse(f"openai/{model}'s base_url", self.base_url, options.api_key_env)
+            key = None
+            self.withheld = (
+                f"aart did not send ${options.api_key_env} to this host, which the recipe "
+                f"chose; if it needs the key: `{how_to_allow(self.base_url, options.api_key_env)}`"
+            )
         if not key and self.base_url == DEFAULT_BASE_URL:
             raise ConfigError(
                 f"openai/{model} needs an API key: export {options.api_key_env}=... "
@@ -134,7 +149,7 @@ class OpenAIChatAPI(ModelAPI):
                 text,
                 self.base_url,
                 retry_after=retry_after,
-                auth_hint=f"check {self.options.api_key_env}",
+                auth_hint=self.withheld or f"check {self.options.api_key_env}",
                 not_found_hint=f"unknown model {self.model!r} or wrong base URL",
             )
         try:

@@ -1,0 +1,73 @@
+"""The one way to build models: every role (define, generate, verify, baseline, attack target,
+judge, classifier) gets its model from a :class:`ModelFactory`, so the same rules hold for all:
+endpoint options, the price of each model, one shared budget, one store and cache."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from ..errors import UsageError
+from .limits import Budget, Price
+from .model import CallStore, Model
+from .providers.base import ModelAPI, ModelOptions, create_api
+
+# Providers whose calls cost nothing, so a cost cap needs no price for them. Attack targets
+# behind their own API (http/) or in Python (python/) are the application, not a model we pay
+# per token.
+FREE_PROVIDERS = ("local/", "fake/", "http/", "python/")
+
+
+@dataclass
+class ModelFactory:
+    options: ModelOptions = field(default_factory=ModelOptions)
+    store: CallStore | None = None
+    use_cache: bool = True
+    #: US dollars per million tokens, by model name
+    prices: Mapping[str, Price] = field(default_factory=dict)
+    budget: Budget | None = None
+    #: where the prices and budget come from, for messages ("the recipe", "--price")
+    source: str = "the recipe"
+    made: list[Model] = field(default_factory=list)
+
+    def check_priced(self, name: str) -> None:
+        """A cost cap needs a price: refuse, before any call, a capped run of an unpriced
+        model."""
+        if self.budget is None or self.budget.max_cost is None:
+            return
+        if name.startswith(FREE_PROVIDERS) or name in self.prices:
+            return
+        raise UsageError(
+            f"a max_cost budget is set but {self.source} has no price for {name}, so the cap "
+            f"could never be reached; add prices: {{{name}: {{input: ..., output: ...}}}} "
+            "(US dollars per million tokens) or remove max_cost"
+        )
+
+    def model(self, name: str, options: ModelOptions | None = None) -> Model:
+        """The model ``provider/model`` with this factory's rules."""
+        self.check_priced(name)
+        opts = replace(options or self.options)
+        return self.wrap(name, create_api(name, opts), opts)
+
+    def wrap(self, name: str, api: ModelAPI, options: ModelOptions | None = None) -> Model:
+        """A model around an API built elsewhere (an attack target's)."""
+        self.check_priced(name)
+        m = Model(
+            name,
+            api,
+            options=options or api.options,
+            store=self.store,
+            use_cache=self.use_cache,
+            price=self.prices.get(name, Price()),
+            budget=self.budget,
+        )
+        self.made.append(m)
+        return m
+
+    @property
+    def cost(self) -> float:
+        return sum(m.cost for m in self.made)
+
+    async def aclose(self) -> None:
+        for m in self.made:
+            await m.aclose()

@@ -1,0 +1,132 @@
+"""Secrets go only where the user bound them: recipes and target files are shared documents."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import MINI_RECIPE, write_recipe
+
+from aart import pipeline
+from aart.errors import EndpointDown
+from aart.llm import endpoints
+from aart.testing import FakeOpenAIServer
+
+SECRET = "sk-user-SECRET-42"
+
+
+@pytest.fixture
+def other_server():
+    """A second local server: the host a shared recipe points at."""
+    server = FakeOpenAIServer().start()
+    yield server
+    server.stop()
+
+
+def recipe_to(tmp_path, url, key_env=None):
+    models = f"default: openai/fake\n  base_url: {url}"
+    if key_env:
+        models += f"\n  api_key_env: {key_env}"
+    return write_recipe(tmp_path, MINI_RECIPE.replace("default: fake/test", models))
+
+
+def seen_secret(server) -> bool:
+    return any(SECRET in " ".join(h.values()) for h in server.headers)
+
+
+def test_a_recipe_cannot_send_a_named_secret_to_its_host(tmp_path, monkeypatch, other_server):
+    monkeypatch.setenv("SOME_SECRET", SECRET)
+    recipe = recipe_to(tmp_path, other_server.base_url, "SOME_SECRET")
+    r = subprocess.run(
+        [sys.executable, "-m", "aart", "run", str(recipe), "--out", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "would send $SOME_SECRET to http://127.0.0.1:" in r.stderr
+    assert f"aart endpoints allow http://127.0.0.1:{other_server.port} --key-env SOME_SECRET" in (
+        r.stderr
+    )
+    assert not other_server.requests  # refused before any call
+
+    # once the user binds it, the host gets it
+    endpoints.allow(other_server.base_url, "SOME_SECRET")
+    pipeline.run(recipe, out=tmp_path / "run")
+    assert all(h["authorization"] == f"Bearer {SECRET}" for h in other_server.headers)
+
+
+def test_the_users_openai_key_never_follows_a_recipe_elsewhere(
+    tmp_path, monkeypatch, fake_server, other_server
+):
+    # the user's own endpoint and key ...
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    # ... and a shared recipe that points at another host, naming no key
+    result = pipeline.run(recipe_to(tmp_path, other_server.base_url), out=tmp_path / "run")
+    assert result.stats.prompts == 18 and other_server.requests
+    assert not seen_secret(other_server)  # sent without the key
+    assert not any("authorization" in h for h in other_server.headers)
+
+    # a recipe that names no host uses the user's, which gets the user's key
+    plain = write_recipe(
+        tmp_path, MINI_RECIPE.replace("default: fake/test", "default: openai/fake"), "plain.yaml"
+    )
+    pipeline.run(plain, out=tmp_path / "run2")
+    assert fake_server.headers and all(
+        h["authorization"] == f"Bearer {SECRET}" for h in fake_server.headers
+    )
+
+
+def test_a_base_url_the_user_gives_receives_the_openai_key(tmp_path, monkeypatch, other_server):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    recipe = recipe_to(tmp_path, "http://127.0.0.1:9/v1")  # the recipe's own, overridden
+    pipeline.run(recipe, out=tmp_path / "run", base_url=other_server.base_url)
+    assert other_server.headers and all(
+        h["authorization"] == f"Bearer {SECRET}" for h in other_server.headers
+    )
+
+
+def test_a_401_from_a_host_without_the_key_says_how_to_bind_it(tmp_path, monkeypatch, other_server):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    other_server.on_text("", {"status": 401})
+    with pytest.raises(EndpointDown, match="did not send .OPENAI_API_KEY.*aart endpoints allow"):
+        pipeline.run(recipe_to(tmp_path, other_server.base_url), out=tmp_path / "run")
+    assert not seen_secret(other_server)
+
+
+def test_origins_and_bindings(tmp_path):
+    assert endpoints.origin("HTTPS://API.Example.com/v1") == "https://api.example.com:443"
+    assert endpoints.origin("http://h:8000/x") == "http://h:8000"
+    assert endpoints.allowed("https://api.openai.com/v1", "OPENAI_API_KEY")
+    assert not endpoints.allowed("https://api.openai.com.evil.test/v1", "OPENAI_API_KEY")
+    assert not endpoints.allowed("http://h:8000", "K")
+    endpoints.allow("http://h:8000/v1", "K")
+    assert endpoints.allowed("http://h:8000/other", "K")
+    assert not endpoints.allowed("http://h:8001", "K") and not endpoints.allowed(
+        "https://h:8000", "K"
+    )
+    assert "sk-" not in endpoints.config_path().read_text()  # names only
+    assert endpoints.forget("http://h:8000") == 1 and not endpoints.allowed("http://h:8000", "K")
+
+
+def test_endpoints_cli(tmp_path):
+    def aart(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "aart", "endpoints", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    r = aart("allow", "http://gateway.internal:4000/v1", "--key-env", "GATEWAY_KEY")
+    assert (
+        r.returncode == 0
+        and "$GATEWAY_KEY may now be sent to http://gateway.internal:4000" in r.stdout
+    )
+    r = aart("list")
+    assert "http://gateway.internal:4000  $GATEWAY_KEY" in r.stdout
+    assert "https://api.openai.com:443  $OPENAI_API_KEY" in r.stdout
+    r = aart("forget", "http://gateway.internal:4000")
+    assert r.returncode == 0 and "removed 1" in r.stdout
