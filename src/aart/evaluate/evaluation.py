@@ -52,7 +52,7 @@ def resolve_values(
     if run:
         from ..store.rundir import Run
 
-        with Run.open(run) as r:
+        with Run.open(run, lock=False) as r:
             return {
                 n: r.read_dimension(n) for n in r.recipe.dimensions if r.dimension_path(n).exists()
             }, f"run {run}"

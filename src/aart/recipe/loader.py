@@ -28,14 +28,19 @@ class LoadedRecipe:
     size: str | None
     locations: dict[KeyPath, tuple[int, int]]
 
+    def identity(self) -> dict[str, Any]:
+        """What the recipe asks for, without the settings that may change on resume."""
+        data = self.recipe.model_dump(mode="json", exclude={"sizes", "budget", "prices"})
+        for key in OPERATIONAL_MODEL_KEYS:
+            data["models"].pop(key, None)
+        return data
+
     @property
     def hash(self) -> str:
         """Hash of what the recipe asks for: detects a changed recipe on resume. Settings that
         change how the work is run, not what it is (budget, prices, concurrency, rate limits,
         timeouts, retries), are left out, so they may change between invocations of a run."""
-        data = self.recipe.model_dump(mode="json", exclude={"sizes", "budget", "prices"})
-        for key in OPERATIONAL_MODEL_KEYS:
-            data["models"].pop(key, None)
+        data = self.identity()
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
     def where(self, path: KeyPath) -> tuple[int | None, int | None]:
@@ -108,6 +113,23 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
             out[k] = deep_merge(out[k], v)
         else:
             out[k] = copy.deepcopy(v)
+    return out
+
+
+def recipe_differences(a: LoadedRecipe, b: LoadedRecipe, limit: int = 5) -> list[str]:
+    """The dotted keys whose values differ between two recipes' identities (a few)."""
+    out: list[str] = []
+
+    def walk(x: Any, y: Any, path: str) -> None:
+        if len(out) >= limit:
+            return
+        if isinstance(x, dict) and isinstance(y, dict):
+            for k in sorted(set(x) | set(y)):
+                walk(x.get(k), y.get(k), f"{path}.{k}" if path else str(k))
+        elif x != y:
+            out.append(path or "(everything)")
+
+    walk(a.identity(), b.identity(), "")
     return out
 
 

@@ -85,49 +85,52 @@ class Attack:
             raise UsageError(f"{dataset} holds no prompts")
         self.out.mkdir(parents=True, exist_ok=True)
         self.db = RunDB(self.out / "run.db")
-        digest = hashlib.sha256(self.dataset.read_bytes()).hexdigest()
-        sig = config.signature(digest)
-        known = self.db.get_meta("attack_signature")
-        if known and known != sig:
-            self.db.close()
-            raise UsageError(
-                f"{self.out} holds an attack with other settings or another dataset; "
-                "use another --out, or delete it to start over"
+        try:
+            digest = hashlib.sha256(self.dataset.read_bytes()).hexdigest()
+            sig = config.signature(digest)
+            known = self.db.get_meta("attack_signature")
+            if known and known != sig:
+                raise UsageError(
+                    f"{self.out} holds an attack with other settings or another dataset; "
+                    "use another --out, or delete it to start over"
+                )
+            self.db.set_meta("attack_signature", sig)
+            spent = self.db.call_totals()
+            self.budget = Budget(
+                max_calls=config.max_calls,
+                max_tokens=config.max_tokens_total,
+                max_cost=config.max_cost,
+                calls=spent["calls"],
+                tokens=spent["prompt_tokens"] + spent["completion_tokens"],
+                cost=spent["cost"],
             )
-        self.db.set_meta("attack_signature", sig)
-        spent = self.db.call_totals()
-        self.budget = Budget(
-            max_calls=config.max_calls,
-            max_tokens=config.max_tokens_total,
-            max_cost=config.max_cost,
-            calls=spent["calls"],
-            tokens=spent["prompt_tokens"] + spent["completion_tokens"],
-            cost=spent["cost"],
-        )
-        # target, judges and classifier: one factory, so one budget, one cache, one set of
-        # prices
-        self.models = ModelFactory(
-            options=config.options,
-            store=self.db,
-            use_cache=config.use_cache,
-            prices=config.prices,
-            budget=self.budget,
-            source="the recipe or --price",
-        )
-        name, api = create_target(config.target, replace(config.options))
-        self.target_name = name
-        self.target = self.models.wrap(name, api)
-        self.judges: list[Any] = [RefusalJudge()]
-        self.primary = "refusal"
-        judge_options = ModelOptions(base_url=config.options.base_url)
-        if config.judge != "refusal":
-            judge = LLMJudge(
-                self.models.model(config.judge, judge_options), config.app_name, config.policy
+            # target, judges and classifier: one factory, so one budget, one cache, one set of
+            # prices
+            self.models = ModelFactory(
+                options=config.options,
+                store=self.db,
+                use_cache=config.use_cache,
+                prices=config.prices,
+                budget=self.budget,
+                source="the recipe or --price",
             )
-            self.judges.append(judge)
-            self.primary = judge.name
-        if config.classifier:
-            self.judges.append(GuardJudge(self.models.model(config.classifier, judge_options)))
+            name, api = create_target(config.target, replace(config.options))
+            self.target_name = name
+            self.target = self.models.wrap(name, api)
+            self.judges: list[Any] = [RefusalJudge()]
+            self.primary = "refusal"
+            judge_options = ModelOptions(base_url=config.options.base_url)
+            if config.judge != "refusal":
+                judge = LLMJudge(
+                    self.models.model(config.judge, judge_options), config.app_name, config.policy
+                )
+                self.judges.append(judge)
+                self.primary = judge.name
+            if config.classifier:
+                self.judges.append(GuardJudge(self.models.model(config.classifier, judge_options)))
+        except BaseException:
+            self.db.close()  # and its lock, so the directory is free again
+            raise
 
     async def _work(self, job: tuple[str, dict[str, Any]]) -> None:
         jid, rec = job

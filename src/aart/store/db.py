@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..llm.model import CallRecord
+from .lock import DirLock, dir_lock
 
 # Numbered migrations: index i upgrades user_version i to i+1. Append only.
 MIGRATIONS = [
@@ -46,11 +47,18 @@ MIGRATIONS = [
 
 
 class RunDB:
-    """One connection, used from one thread (the event loop's)."""
+    """One connection, used from one thread (the event loop's). A writer (``lock=True``, the
+    default) holds the directory's lock until :meth:`close`: a second writing process is
+    refused with a clear message. Readers (``aart evaluate``) take no lock."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, lock: bool | DirLock = True) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # a DirLock already held (by Run.create_or_resume) is handed over
+        self.lock = lock if isinstance(lock, DirLock) else None
+        if lock is True:
+            self.lock = dir_lock(self.path.parent)
+            self.lock.acquire()
         self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self.conn.execute("PRAGMA journal_mode=WAL")
         # NORMAL in WAL mode survives a process crash; only power loss can drop the tail.
@@ -71,6 +79,8 @@ class RunDB:
 
     def close(self) -> None:
         self.conn.close()
+        if self.lock is not None:
+            self.lock.release()
 
     # -- meta -------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -111,6 +121,12 @@ class RunDB:
             ),
         )
         return int(cur.lastrowid or 0)
+
+    def spent_nothing(self) -> bool:
+        """No call made and no job queued: the run has not really started."""
+        calls = self.conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+        jobs = self.conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0]
+        return calls == 0 and jobs == 0
 
     def call_totals(self) -> dict[str, Any]:
         row = self.conn.execute(

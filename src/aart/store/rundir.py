@@ -21,7 +21,9 @@ import yaml
 from ..cells import normalize_attempt
 from ..errors import UsageError
 from ..recipe import LoadedRecipe, Recipe, Value, load_recipe
+from ..recipe.loader import recipe_differences
 from .db import RunDB
+from .lock import DirLock, dir_lock
 
 
 class Run:
@@ -42,28 +44,36 @@ class Run:
     @classmethod
     def create_or_resume(cls, root: str | Path, recipe: str | Path, size: str | None = None) -> Run:
         """Start a run in ``root`` from ``recipe``, or resume the run already there (which must
-        hold the same recipe)."""
+        hold the same recipe; a run that has spent nothing yet takes the new one)."""
         root = Path(root)
         loaded = load_recipe(recipe, size)
         frozen = root / "recipe.yaml"
-        if frozen.exists():
-            run = cls.open(root)
-            if run.loaded.hash != loaded.hash:
-                run.close()
-                raise UsageError(
-                    f"{root} already holds a run of a different recipe "
-                    f"({run.loaded.path.name}, size {run.loaded.size}); "
-                    f"use another --out, or delete {root} to start over"
-                )
-            if run.loaded.text != loaded.text:
-                # Only operational settings differ (a raised budget, new prices, another
-                # concurrency): take them, keep everything else.
-                shutil.copyfile(loaded.path, frozen)
-                run.loaded = load_recipe(frozen, size)
-            return run
         root.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(loaded.path, frozen)
-        db = RunDB(root / "run.db")
+        lock = dir_lock(root)
+        lock.acquire()  # before looking, so two processes never both create the run
+        try:
+            if frozen.exists() and (root / "run.db").exists():
+                run = cls._open(root, lock)
+                if run.loaded.hash != loaded.hash and not run.db.spent_nothing():
+                    run.close()
+                    raise UsageError(
+                        f"{root} already holds a run of a different recipe "
+                        f"({run.loaded.path.name}, size {run.loaded.size}); what differs: "
+                        f"{', '.join(recipe_differences(run.loaded, loaded)) or 'the size'}. "
+                        f"Use another --out, or delete {root} to start over"
+                    )
+                if run.loaded.text != loaded.text or run.loaded.size != loaded.size:
+                    # Operational settings only (a raised budget, new prices, another
+                    # concurrency), or a run that never started: take the new recipe.
+                    shutil.copyfile(loaded.path, frozen)
+                    run.db.set_meta("size", size or "")
+                    run.loaded = load_recipe(frozen, size)
+                return run
+            shutil.copyfile(loaded.path, frozen)
+            db = RunDB(root / "run.db", lock=lock)
+        except BaseException:
+            lock.release()
+            raise
         db.set_meta("run_id", uuid.uuid4().hex[:12])
         db.set_meta("size", size or "")
         db.set_meta("source", str(loaded.path))
@@ -71,15 +81,24 @@ class Run:
         return cls(root, loaded, db)
 
     @classmethod
-    def open(cls, root: str | Path) -> Run:
-        """Open an existing run directory (its frozen recipe may have been edited)."""
+    def open(cls, root: str | Path, *, lock: bool = True) -> Run:
+        """Open an existing run directory (its frozen recipe may have been edited); a reader
+        that writes nothing passes ``lock=False`` and may run beside a writer."""
         root = Path(root)
         if not (root / "recipe.yaml").exists() or not (root / "run.db").exists():
             raise UsageError(
                 f"{root} is not a run directory; create one with `aart define RECIPE --out {root}`"
             )
-        db = RunDB(root / "run.db")
-        loaded = load_recipe(root / "recipe.yaml", db.get_meta("size") or None)
+        return cls._open(root, lock)
+
+    @classmethod
+    def _open(cls, root: Path, lock: bool | DirLock) -> Run:
+        db = RunDB(root / "run.db", lock=lock)
+        try:
+            loaded = load_recipe(root / "recipe.yaml", db.get_meta("size") or None)
+        except BaseException:
+            db.close()
+            raise
         return cls(root, loaded, db)
 
     def close(self) -> None:

@@ -1,0 +1,113 @@
+"""A run directory is safe to share: a second process is refused with who holds it (never a
+traceback, never a paid call twice), the lock dies with its holder, and a run that never
+started takes a corrected recipe."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import MINI_RECIPE, write_recipe
+
+import aart
+from aart.errors import UsageError
+from aart.store.lock import RunInUse
+from aart.testing import FakeOpenAIServer
+
+
+def slow_recipe(tmp_path, server):
+    text = MINI_RECIPE.replace(
+        "default: fake/test",
+        f"default: openai/fake\n  base_url: {server.base_url}\n  concurrency: 2",
+    ).replace(
+        "    enumerate:\n      instruction: List world regions.\n      count: 4",
+        "    values: [north, south, east, west]",
+    )
+    return write_recipe(tmp_path, text)
+
+
+def paid_calls(out):
+    con = sqlite3.connect(out / "run.db")
+    n = con.execute("SELECT COUNT(*) FROM calls WHERE cache_key != ''").fetchone()[0]
+    con.close()
+    return n
+
+
+def test_a_second_process_is_refused_and_nothing_is_paid_twice(tmp_path):
+    server = FakeOpenAIServer(latency=0.3).start()
+    try:
+        recipe, out = slow_recipe(tmp_path, server), tmp_path / "run"
+        cmd = [sys.executable, "-m", "aart", "run", str(recipe), "--out", str(out)]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        while len(server.requests) < 2 and time.time() < deadline:
+            time.sleep(0.02)
+        for second_cmd in (cmd, [sys.executable, "-m", "aart", "generate", str(out)]):
+            second = subprocess.run(second_cmd, env=env, capture_output=True, text=True, timeout=60)
+            assert second.returncode == 2, second.stderr
+            assert "is in use by another aart process" in second.stderr
+            assert f"pid {first.pid}: aart run" in second.stderr
+            assert "Traceback" not in second.stderr
+        assert first.wait(timeout=120) == 0
+        assert paid_calls(out) == len(server.requests) == 6  # one process's calls, no more
+        aart.run(recipe, out=out)  # the directory is free again once the first has finished
+    finally:
+        server.stop()
+
+
+def test_the_lock_dies_with_its_holder(tmp_path):
+    server = FakeOpenAIServer(latency=0.3).start()
+    try:
+        recipe, out = slow_recipe(tmp_path, server), tmp_path / "run"
+        cmd = [sys.executable, "-m", "aart", "run", str(recipe), "--out", str(out)]
+        first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        while len(server.requests) < 2 and time.time() < deadline:
+            time.sleep(0.02)
+        with pytest.raises(RunInUse):
+            aart.generate(out)
+        # a reader (aart evaluate --run) takes no lock and may look beside the writer
+        from aart.store.rundir import Run
+
+        with Run.open(out, lock=False) as r:
+            assert r.recipe.name == "mini"
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        result = aart.run(recipe, out=out)  # no stale lock
+        assert result.stats.prompts == 18
+    finally:
+        server.stop()
+
+
+def test_an_attack_directory_is_locked_too(tmp_path):
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"id": "a", "prompt": "a mild test prompt"}\n')
+    from aart.store.db import RunDB
+
+    holder = RunDB(tmp_path / "att" / "run.db")
+    try:
+        with pytest.raises(RunInUse, match="is in use"):
+            aart.attack(data, target="fake/app", out=tmp_path / "att")
+    finally:
+        holder.close()
+    assert aart.attack(data, target="fake/app", out=tmp_path / "att")["prompts"] == 1
+
+
+def test_a_failed_start_does_not_lock_the_run_to_its_recipe(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    out = tmp_path / "run"
+    broken = MINI_RECIPE.replace("default: fake/test", "default: openai/gpt-4o-mini")
+    with pytest.raises(UsageError, match="needs an API key"):
+        aart.run(write_recipe(tmp_path, broken, "r.yaml"), out=out)
+    fixed = write_recipe(tmp_path, MINI_RECIPE, "r.yaml")
+    assert aart.run(fixed, out=out).stats.prompts == 18  # nothing was spent: the fix is taken
+    # once work is paid for, another recipe is refused, saying what differs
+    other = MINI_RECIPE.replace("attempts_per_value: 2", "attempts_per_value: 3")
+    with pytest.raises(UsageError, match=r"what differs: scope\.attempts_per_value"):
+        aart.run(write_recipe(tmp_path, other, "r.yaml"), out=out)
