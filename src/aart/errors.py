@@ -74,10 +74,22 @@ class ProviderError(RuntimeFailure):
 
 
 class TransientError(ProviderError):
+    """``congested``: the endpoint is overloaded (a 429, no first token in time), a reason to
+    lower the concurrency. ``spent``: (prompt, completion) tokens the server spent on a call
+    abandoned part-way (an estimate), so usage counts every call the server ran."""
+
     def __init__(
-        self, message: str, *, status: int | None = None, retry_after: float | None = None
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        congested: bool = False,
+        spent: tuple[int, int] | None = None,
     ) -> None:
         self.retry_after = retry_after
+        self.congested = congested or status == 429
+        self.spent = spent
         super().__init__(message, status=status)
 
 

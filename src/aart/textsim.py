@@ -1,10 +1,16 @@
-"""Text normalization and exact / near-duplicate detection (MinHash with LSH banding, so the
-cost is linear in the number of texts rather than quadratic)."""
+"""The one text normalization, and exact / near-duplicate detection (MinHash with LSH banding,
+so the cost is linear in the number of texts rather than quadratic).
+
+Every comparison of text in aart (refusal detection, keyword coverage, value names, scope
+filters, duplicates) starts from :func:`canonical` (or :func:`fold`, its case-free form), so
+"café" typed two ways, a typographic apostrophe or a non-breaking space never split what a
+reader sees as the same text."""
 
 from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 import zlib
 from collections import defaultdict
 from collections.abc import Sequence
@@ -17,9 +23,24 @@ _PERMS = 64
 _BANDS = 16  # 16 bands x 4 rows: pairs above ~0.5 Jaccard become candidates, then verified
 
 
+# typographic quotes and apostrophes (as Llama 3 writes "can’t") become straight ones
+_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u201c": '"', "\u201d": '"'})
+
+
+def canonical(text: str) -> str:
+    """NFKC, straight quotes, single spaces: the same text however it was typed."""
+    return " ".join(unicodedata.normalize("NFKC", text).translate(_QUOTES).split())
+
+
+def fold(text: str) -> str:
+    """:func:`canonical`, casefolded: for comparisons that ignore case."""
+    return canonical(text).casefold()
+
+
 def normalize(text: str) -> str:
-    """Lowercase, keep word characters, collapse whitespace."""
-    return " ".join(_WORD.findall(text.lower()))
+    """The words of :func:`fold` (word characters and apostrophes), single-spaced: what
+    duplicate detection compares."""
+    return " ".join(_WORD.findall(fold(text)))
 
 
 def text_hash(text: str) -> str:

@@ -66,7 +66,12 @@ def parse_price(text: str) -> tuple[str, Price]:
 @click.option("--base-url", default=None, help="Endpoint for openai/... targets and judges.")
 @click.option("--max-tokens", default=400, show_default=True, help="Longest response to request.")
 @click.option("--limit", default=None, type=int, help="Attack only the first N prompts.")
-@click.option("--concurrency", default=None, type=int, help="Concurrent requests to the target.")
+@click.option(
+    "--concurrency",
+    default=None,
+    type=int,
+    help="Most requests in flight to the target and judges (adapted to the load up to it).",
+)
 @click.option(
     "--baseline",
     default=None,

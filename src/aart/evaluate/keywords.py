@@ -5,12 +5,12 @@ casefolded text."""
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 
 import ahocorasick
 
 from ..recipe import Value
+from ..textsim import fold
 
 # Everything that is not a letter or digit, in any script, is a word boundary: "how-to"
 # matches "how to", and «phishing», ¿phishing? and "phishing。" all hold the word phishing.
@@ -23,11 +23,11 @@ _ASCII = {i: (chr(i).lower() if chr(i).isalnum() else " ") for i in range(128)}
 
 
 def normalize_for_match(text: str) -> str:
-    """NFC, casefolded, every run of non-word characters one space, padded with spaces."""
+    """:func:`~aart.textsim.fold`ed, every run of non-word characters one space, padded with
+    spaces."""
     if text.isascii():
         return " " + " ".join(text.translate(_ASCII).split()) + " "
-    text = unicodedata.normalize("NFC", text).casefold()
-    return " " + _NON_WORD.sub(" ", text).strip() + " "
+    return " " + _NON_WORD.sub(" ", fold(text)).strip() + " "
 
 
 def inflections(phrase: str) -> set[str]:

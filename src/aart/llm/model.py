@@ -18,11 +18,12 @@ from ..errors import (
     StructuredOutputError,
     TransientError,
 )
+from .adaptive import AdaptiveLimit, limit_for
 from .http_status import is_endpoint_fault
 from .limits import Budget, Price, RateLimiter, RetryPolicy
 from .providers.base import ModelAPI, ModelOptions, create_api
 from .structured import parse_json, schema_errors
-from .types import GenerateConfig, Message, ModelOutput, RawResponse, Usage
+from .types import GenerateConfig, Message, ModelOutput, RawResponse, Usage, estimate_tokens
 
 
 @dataclass
@@ -61,14 +62,12 @@ def cache_key(
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
+#: the cache key recorded for a call abandoned part-way: paid for, never cached
+ABANDONED = "abandoned"
+
 #: This many calls in a row that fail for good (retries spent, or a non-retryable answer),
 #: with no success between them, mean the endpoint is down rather than one job unlucky.
 FAILURES_TO_STOP = 3
-
-
-def estimate_tokens(messages: list[Message]) -> int:
-    """Rough token count (4 characters a token) for rate limits and dry runs."""
-    return sum(len(m.content) for m in messages) // 4 + 4 * len(messages)
 
 
 class Model:
@@ -98,7 +97,8 @@ class Model:
         )
         self.limiter = RateLimiter(self.options.rpm, self.options.tpm)
         self.concurrency = self.options.concurrency or api.default_concurrency
-        self._sem = asyncio.Semaphore(self.concurrency)
+        #: the endpoint's adaptive concurrency limit (set at the first call)
+        self.concurrency_limit: AdaptiveLimit | None = None
         self._rng = random.Random(seed)
         self.usage = Usage()
         self.calls = 0
@@ -208,28 +208,48 @@ class Model:
                 self.budget.reserve()
             try:
                 await self.limiter.acquire(estimate_tokens(messages) + config.max_tokens)
-                async with self._sem:
-                    start = time.perf_counter()
-                    try:
-                        raw = await asyncio.wait_for(
-                            self.api.complete(messages, config, schema), self.options.timeout
-                        )
-                        self._failed_in_a_row = 0
-                        return raw, time.perf_counter() - start
-                    except TimeoutError as e:
-                        err: ProviderError = TransientError(
-                            f"{self.name}: no answer within {self.options.timeout}s"
-                        )
-                        err.__cause__ = e
-                    except ProviderError as e:
-                        err = e
+                limit = limit_for(self.api.server, self.concurrency, self.options.adaptive)
+                self.concurrency_limit = limit
+                epoch = await limit.acquire()
+                start = time.perf_counter()
+                raw: RawResponse | None = None
+                err: ProviderError | None = None
+                try:
+                    raw = await asyncio.wait_for(
+                        self.api.complete(messages, config, schema),
+                        None if self.api.manages_deadlines else self.options.timeout,
+                    )
+                except TimeoutError as e:
+                    # The server may have run it: count the prompt it read, and read the
+                    # silence as load.
+                    err = TransientError(
+                        f"{self.name}: no answer within {self.options.timeout}s",
+                        congested=True,
+                        spent=(estimate_tokens(messages), 0),
+                    )
+                    err.__cause__ = e
+                except ProviderError as e:
+                    err = e
+                finally:
+                    congested = isinstance(err, TransientError) and err.congested
+                    limit.release(epoch, congested=congested, ttft=raw.ttft if raw else None)
+                if raw is not None:
+                    self._failed_in_a_row = 0
+                    return raw, time.perf_counter() - start
             except BaseException:
                 if self.budget is not None:
                     self.budget.release()
                 raise
-            if self.budget is not None:
-                self.budget.release()
-            self._record("", RawResponse(""), time.perf_counter() - start, str(err), None)
+            assert err is not None
+            latency = time.perf_counter() - start
+            if isinstance(err, TransientError) and err.spent is not None:
+                # an abandoned call the server worked on: paid for, with estimated usage
+                spent = RawResponse("", Usage(*err.spent), "abandoned", estimated=True)
+                self._record(ABANDONED, spent, latency, f"abandoned: {err}", None)
+            else:
+                if self.budget is not None:
+                    self.budget.release()
+                self._record("", RawResponse(""), latency, str(err), None)
             if not isinstance(err, TransientError) or attempt >= self.retry.max_retries:
                 self._give_up(err, attempt + 1)
             assert isinstance(err, TransientError)

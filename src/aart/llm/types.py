@@ -48,6 +48,10 @@ class RawResponse:
     text: str
     usage: Usage = field(default_factory=Usage)
     finish_reason: str = "stop"
+    #: seconds until the first token arrived (streaming providers), the queueing signal
+    ttft: float | None = None
+    #: the usage is counted by aart (the server sent none), not reported by the server
+    estimated: bool = False
 
 
 @dataclass
@@ -62,3 +66,9 @@ class ModelOutput:
     cached: bool = False
     call_id: int | None = None
     model: str = ""
+
+
+def estimate_tokens(messages: list[Message]) -> int:
+    """Rough token count (4 characters a token) for rate limits, dry runs and the usage of a
+    call whose server reported none."""
+    return sum(len(m.content) for m in messages) // 4 + 4 * len(messages)

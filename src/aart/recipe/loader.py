@@ -142,6 +142,9 @@ OPERATIONAL_MODEL_KEYS = (
     "max_retries",
     "structured_retries",
     "api_key_env",
+    "idle_timeout",
+    "stream",
+    "adaptive",
 )
 #: recipes are shared documents: a bound keeps a hostile one from exhausting memory
 MAX_RECIPE_BYTES = 1_000_000

@@ -90,7 +90,14 @@ class Models(Strict):
     concurrency: int | None = Field(None, ge=1, le=1024)
     rpm: float | None = Field(None, gt=0)
     tpm: float | None = Field(None, gt=0)
+    #: seconds until an answer (streaming: until its first token, time queued included)
     timeout: float = Field(120.0, gt=0)
+    #: streaming: the longest pause between two tokens before the call counts as stuck
+    idle_timeout: float = Field(60.0, gt=0)
+    #: stream answers from OpenAI-compatible servers (tells queued from stuck)
+    stream: bool = True
+    #: adapt the requests in flight to the endpoint's load (AIMD) up to ``concurrency``
+    adaptive: bool = True
     #: structured answers: "constrained" (schema enforced while decoding) or "free" (schema in
     #: the prompt, tolerant parsing, re-ask); default: the provider's
     decoding: Literal["constrained", "free"] | None = None

@@ -23,6 +23,7 @@ from ..llm import GenerateConfig, Message, Model
 from ..recipe import Dimension, Recipe, Value
 from ..refusal import reply_refuses
 from ..store.rundir import Run
+from ..textsim import fold
 from .common import application_brief
 
 DEFAULT_SYSTEM = (
@@ -45,9 +46,7 @@ NEAR_DUPLICATE = 0.85
 
 def normalize_value(text: str) -> str:
     """Trimmed, lowercase, single-spaced, without list numbering or trailing punctuation."""
-    text = _NUMBERING.sub("", str(text))
-    text = " ".join(text.lower().split())
-    return text.strip(" .,;:\"'")
+    return fold(_NUMBERING.sub("", str(text))).strip(" .,;:\"'")
 
 
 def normalize_values(values: list[Value]) -> list[Value]:

@@ -16,6 +16,7 @@ from ..llm import Usage, estimate_tokens
 from ..recipe import Recipe, Value
 from ..recipe.models import Filter
 from ..store.rundir import Run
+from ..textsim import fold
 from . import mix
 from .common import price_for
 from .prompting import completion_estimate, render_messages
@@ -24,13 +25,13 @@ from .prompting import completion_estimate, render_messages
 def apply_filter(values: list[Value], f: Filter, seed: int) -> list[Value]:
     """The values ``f`` keeps. keep/drop compare case-insensitively (explicit values keep
     their case, enumerated ones are lowercase); regexes search the value as written."""
-    keep = {k.casefold() for k in f.keep}
-    drop = {d.casefold() for d in f.drop}
+    keep = {fold(k) for k in f.keep}
+    drop = {fold(d) for d in f.drop}
     out = [
         v
         for v in values
-        if (not keep or v.value.casefold() in keep)
-        and v.value.casefold() not in drop
+        if (not keep or fold(v.value) in keep)
+        and fold(v.value) not in drop
         and (not f.keep_regex or any(re.search(p, v.value) for p in f.keep_regex))
         and not any(re.search(p, v.value) for p in f.drop_regex)
     ]

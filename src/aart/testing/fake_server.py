@@ -10,6 +10,15 @@ request at a time:
     {"drop": true}                      close the connection without answering
     {"content": "..."}                  answer with this text (truncated JSON, fences, <think>,
                                         refusals ...)
+    {"stall": 3}                        (streaming) pause this long after the first chunk
+
+A request with ``"stream": true`` gets server-sent events: the headers at once, then the answer
+a few characters a chunk, and a usage chunk when ``stream_options.include_usage`` asks for one
+(unless ``stream_usage`` is False, as with llama-cpp-python's server). ``slots`` bounds the
+completions computed at once: ``slots=1`` queues the others, as llama-cpp-python's server
+does, so latency grows with load; ``interrupt = True`` also cuts a stream short when another
+request waits, as that server does by default. ``ran`` counts the completions computed, including those
+whose client had gone.
 
 ``on_text(text, action)`` answers every request that mentions ``text`` with ``action`` (a fault
 tied to one job's content, whatever the order of calls).
@@ -35,8 +44,13 @@ from ..llm.providers.fake import synthesize
 
 
 class FakeOpenAIServer:
-    def __init__(self, latency: float = 0.0, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, latency: float = 0.0, host: str = "127.0.0.1", port: int = 0, slots: int = 1024
+    ) -> None:
         self.latency = latency
+        #: completions computed at once; 1 imitates llama-cpp-python's server, which queues
+        self.slots = slots
+        self._slots_sem: asyncio.Semaphore | None = None
         self.host, self.port = host, port
         self.script: deque[dict[str, Any]] = deque()
         #: (text, action): a request whose messages contain ``text`` gets ``action``, always
@@ -44,6 +58,16 @@ class FakeOpenAIServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.served = 0
+        #: completions the server computed, whether or not the client was still there
+        self.ran = 0
+        #: whether a stream ends with a usage chunk when asked (llama-cpp-python's does not)
+        self.stream_usage = True
+        #: cut a stream short when another request waits, as llama-cpp-python's server does
+        #: (its interrupt_requests setting, on by default)
+        self.interrupt = False
+        #: seconds between streamed chunks (generation time)
+        self.token_delay = 0.0
+        self._waiting = 0
         self.reject_formats: set[str] = set()
         self.reject_status = 400
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -110,12 +134,11 @@ class FakeOpenAIServer:
         said = " ".join(str(m.get("content", "")) for m in req.get("messages", []))
         ruled = [a for t, a in self.rules if t in said]
         action = ruled[0] if ruled else self.script.popleft() if self.script else {}
-        delay = self.latency + float(action.get("delay", 0))
-        if delay:
-            await asyncio.sleep(delay)
         if action.get("drop"):
+            await asyncio.sleep(self.latency + float(action.get("delay", 0)))
             return False
         if "status" in action:
+            await asyncio.sleep(self.latency + float(action.get("delay", 0)))
             extra = {}
             if action.get("retry_after") is not None:
                 extra["Retry-After"] = str(action["retry_after"])
@@ -126,27 +149,110 @@ class FakeOpenAIServer:
         if content is None:
             content = self._answer(req)
         prompt_chars = sum(len(m.get("content", "")) for m in req.get("messages", []))
-        self.served += 1
-        self._send(
-            writer,
-            200,
-            {
-                "id": f"chatcmpl-{self.served}",
-                "object": "chat.completion",
-                "model": req.get("model", "fake"),
-                "choices": [
+        usage = {"prompt_tokens": prompt_chars // 4 + 1, "completion_tokens": len(content) // 4 + 1}
+        if req.get("stream"):
+            # the stream's headers go out at once, as real servers send them; the tokens come
+            # when a slot is free (queueing) and the latency has passed
+            self._start_stream(writer)
+            await writer.drain()
+            self._waiting += 1
+            async with self._slots:
+                self._waiting -= 1
+                await asyncio.sleep(self.latency + float(action.get("delay", 0)))
+                self.served += 1
+                self.ran += 1
+                alive = await self._stream(writer, req, content, usage, action)
+            return alive
+        async with self._slots:
+            await asyncio.sleep(self.latency + float(action.get("delay", 0)))
+            self.served += 1
+            self.ran += 1
+        self._send(writer, 200, self._completion(req, content, usage, action))
+        return True
+
+    def _completion(
+        self, req: dict[str, Any], content: str, usage: dict[str, int], action: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-{self.served}",
+            "object": "chat.completion",
+            "model": req.get("model", "fake"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": action.get("finish_reason", "stop"),
+                }
+            ],
+            "usage": usage,
+        }
+
+    @property
+    def _slots(self) -> asyncio.Semaphore:
+        if self._slots_sem is None:
+            self._slots_sem = asyncio.Semaphore(self.slots)
+        return self._slots_sem
+
+    @staticmethod
+    def _start_stream(writer: asyncio.StreamWriter) -> None:
+        head = [
+            "HTTP/1.1 200 OK",
+            "Content-Type: text/event-stream",
+            "Transfer-Encoding: chunked",
+            "Connection: keep-alive",
+        ]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
+
+    async def _stream(
+        self,
+        writer: asyncio.StreamWriter,
+        req: dict[str, Any],
+        content: str,
+        usage: dict[str, int],
+        action: dict[str, Any],
+    ) -> bool:
+        """Server-sent events, a few characters a chunk; ``stall`` seconds of silence after
+        the first chunk when the action asks for it. False when the client went away."""
+
+        def event(payload: Any) -> None:
+            data = f"data: {payload if isinstance(payload, str) else json.dumps(payload)}\n\n"
+            raw = data.encode()
+            writer.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
+
+        pieces = [content[i : i + 8] for i in range(0, len(content), 8)] or [""]
+        try:
+            for i, piece in enumerate(pieces):
+                delta = {"role": "assistant", "content": piece} if i == 0 else {"content": piece}
+                last = i == len(pieces) - 1
+                event(
                     {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": action.get("finish_reason", "stop"),
+                        "id": f"chatcmpl-{self.served}",
+                        "object": "chat.completion.chunk",
+                        "choices": [
+                            {
+                                "index": 0,
+                                "delta": delta,
+                                "finish_reason": action.get("finish_reason", "stop")
+                                if last
+                                else None,
+                            }
+                        ],
                     }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_chars // 4 + 1,
-                    "completion_tokens": len(content) // 4 + 1,
-                },
-            },
-        )
+                )
+                await writer.drain()
+                if self.token_delay:
+                    await asyncio.sleep(self.token_delay)
+                if i == 0 and action.get("stall"):
+                    await asyncio.sleep(float(action["stall"]))
+                if self.interrupt and self._waiting and not last:
+                    break  # [DONE] before the answer is finished
+            if (req.get("stream_options") or {}).get("include_usage") and self.stream_usage:
+                event({"object": "chat.completion.chunk", "choices": [], "usage": usage})
+            event("[DONE]")
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+        except ConnectionError:
+            return False
         return True
 
     @staticmethod
@@ -232,8 +338,9 @@ def _cli() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=8765)
     ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--slots", type=int, default=1024, help="completions computed at once")
     args = ap.parse_args()
-    server = FakeOpenAIServer(args.latency, port=args.port)
+    server = FakeOpenAIServer(args.latency, port=args.port, slots=args.slots)
 
     async def main() -> None:
         await server.serve()

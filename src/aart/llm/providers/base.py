@@ -17,8 +17,16 @@ class ModelOptions:
 
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
+    #: seconds for an answer; for a streaming provider, for its first token (time queued
+    #: included), after which ``idle_timeout`` bounds each pause between tokens
     timeout: float = 120.0
+    idle_timeout: float = 60.0
+    #: stream answers (OpenAI-compatible servers): tells a queued request from a stuck one
+    stream: bool = True
     concurrency: int | None = None
+    #: adapt the number of requests in flight to the endpoint's load (AIMD), up to
+    #: ``concurrency``; False: always ``concurrency``
+    adaptive: bool = True
     max_retries: int = 5
     backoff_base: float = 0.5
     backoff_max: float = 30.0
@@ -49,6 +57,9 @@ class ModelAPI(ABC):
 
     #: concurrency used when the options do not set one
     default_concurrency: int = 8
+    #: whether :meth:`complete` enforces its own deadlines (a streaming provider: first
+    #: token, then idle), so the model layer must not cut a long answer that keeps coming
+    manages_deadlines: bool = False
 
     def __init__(self, model: str, options: ModelOptions) -> None:
         self.model = model
@@ -58,6 +69,11 @@ class ModelAPI(ABC):
     def endpoint(self) -> str:
         """What identifies the endpoint in cache keys and logs (never a secret)."""
         return self.model
+
+    @property
+    def server(self) -> str:
+        """What shares capacity: models on the same server share one adaptive limit."""
+        return self.endpoint
 
     @abstractmethod
     async def complete(

@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import re
+import time
 from typing import Any
 
 import aiohttp
@@ -15,7 +16,7 @@ from ...errors import ConfigError, TransientError
 from ..endpoints import allowed, how_to_allow, refuse
 from ..http_status import is_per_request, status_error
 from ..structured import schema_instructions
-from ..types import GenerateConfig, Message, RawResponse, Usage
+from ..types import GenerateConfig, Message, RawResponse, Usage, estimate_tokens
 from .base import ModelAPI, ModelOptions, register_provider
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -38,6 +39,8 @@ def format_rejected(status: int, text: str) -> bool:
 
 
 class OpenAIChatAPI(ModelAPI):
+    manages_deadlines = True  # first token, then idle: see complete()
+
     def __init__(self, model: str, options: ModelOptions) -> None:
         super().__init__(model, options)
         self.base_url = (
@@ -74,18 +77,21 @@ class OpenAIChatAPI(ModelAPI):
     def endpoint(self) -> str:
         return f"{self.base_url}#{self.model}"
 
+    @property
+    def server(self) -> str:
+        return self.base_url
+
     def _http(self) -> aiohttp.ClientSession:
         # aiohttp rather than httpx: httpcore's pool costs O(connections) per request and caps
         # out near 120 requests/s at 64 concurrent connections on these CPUs.
         # A session is bound to the event loop that created it; the sync facades run one loop
-        # per call, so make a session per loop.
+        # per call, so make a session per loop. Deadlines are ours (see complete), so the
+        # session only bounds connecting.
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
             self._client = aiohttp.ClientSession(
                 headers=self._headers,
-                timeout=aiohttp.ClientTimeout(
-                    total=self.options.timeout, connect=min(10.0, self.options.timeout)
-                ),
+                timeout=aiohttp.ClientTimeout(total=None, connect=min(10.0, self.options.timeout)),
                 connector=aiohttp.TCPConnector(limit=0),
             )
             self._client_loop = loop
@@ -122,25 +128,129 @@ class OpenAIChatAPI(ModelAPI):
     async def complete(
         self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
     ) -> RawResponse:
+        """One request. Deadlines: ``timeout`` until the first token arrives (time queued
+        included: a queued request is not a stuck one), then ``idle_timeout`` between tokens;
+        without streaming, ``timeout`` for the whole answer."""
         url = f"{self.base_url}/chat/completions"
         while True:
             body = self._body(messages, config, schema)
+            if self.options.stream:
+                body["stream"] = True
+                body["stream_options"] = {"include_usage": True}
+            start = time.monotonic()
+            first_deadline = start + self.options.timeout
+            resp: aiohttp.ClientResponse | None = None
+            finished = False
             try:
-                async with self._http().post(url, json=body) as resp:
-                    status, text = resp.status, await resp.text()
-                    retry_after = resp.headers.get("retry-after")
+                resp = await asyncio.wait_for(
+                    self._http().post(url, json=body), first_deadline - time.monotonic()
+                )
+                if resp.status == 200 and resp.content_type == "text/event-stream":
+                    raw = await self._read_stream(resp, messages, start)
+                    finished = True
+                    return raw
+                status = resp.status
+                retry_after = resp.headers.get("retry-after")
+                text = await asyncio.wait_for(resp.text(), first_deadline - time.monotonic())
+                finished = True
             except TimeoutError as e:
-                raise TransientError(f"timeout talking to {self.base_url}") from e
+                raise TransientError(
+                    f"no answer from {self.base_url} within {self.options.timeout}s",
+                    congested=True,
+                    spent=(estimate_tokens(messages), 0) if resp is not None else None,
+                ) from e
             except aiohttp.ClientError as e:
                 raise TransientError(
                     f"cannot reach {self.base_url} ({type(e).__name__}); is the server "
                     "running? set OPENAI_BASE_URL or the recipe's base_url"
                 ) from e
+            finally:
+                if resp is not None:
+                    # an abandoned request's connection is closed, so the server sees it go
+                    resp.release() if finished else resp.close()
             if schema is not None and self.mode != "prompt" and format_rejected(status, text):
                 # The server rejected our response_format: fall back and remember it.
                 self.mode = MODES[MODES.index(self.mode) + 1]
                 continue
             return self._parse(status, text, retry_after)
+
+    async def _read_stream(
+        self, resp: aiohttp.ClientResponse, messages: list[Message], start: float
+    ) -> RawResponse:
+        """Collect a server-sent-events answer under the first-token and idle deadlines."""
+        parts: list[str] = []
+        chunks = 0
+        finish: str | None = None
+        usage: Usage | None = None
+        ttft: float | None = None
+        while True:
+            if ttft is None:
+                wait = start + self.options.timeout - time.monotonic()
+            else:
+                wait = self.options.idle_timeout
+            try:
+                line = await asyncio.wait_for(resp.content.readline(), max(0.0, wait))
+            except TimeoutError as e:
+                spent = (estimate_tokens(messages), chunks)
+                if ttft is None:
+                    raise TransientError(
+                        f"no first token from {self.base_url} within {self.options.timeout}s "
+                        "(queued behind other requests, or overloaded)",
+                        congested=True,
+                        spent=spent,
+                    ) from e
+                raise TransientError(
+                    f"{self.base_url} stalled for {self.options.idle_timeout}s after {chunks} "
+                    "tokens",
+                    spent=spent,
+                ) from e
+            if not line:
+                break  # the server closed the stream
+            data = line.decode("utf-8", "replace").strip()
+            if not data.startswith("data:"):
+                continue  # blank separators, ": ping" comments, event names
+            payload = data[5:].strip()
+            if payload == "[DONE]":
+                break
+            try:
+                event = json.loads(payload)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and event.get("error"):
+                raise TransientError(f"error in the stream from {self.base_url}: {payload[:200]}")
+            if event.get("usage"):
+                u = event["usage"]
+                usage = Usage(
+                    int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)
+                )
+            for choice in event.get("choices") or []:
+                piece = (choice.get("delta") or {}).get("content")
+                if piece:
+                    if ttft is None:
+                        ttft = time.monotonic() - start
+                    parts.append(piece)
+                    chunks += 1
+                finish = choice.get("finish_reason") or finish
+        if finish is None:
+            # Ended before the answer did: llama-cpp-python's server cuts a stream short when
+            # another request arrives (it computes one at a time). Too many in flight.
+            raise TransientError(
+                f"{self.base_url} ended the stream after {chunks} tokens, before the answer "
+                "finished (a server that computes one request at a time interrupts it when "
+                "another arrives)",
+                congested=True,
+                spent=(estimate_tokens(messages), chunks),
+            )
+        estimated = usage is None
+        if usage is None:  # the server reported none (llama-cpp-python's): count it ourselves
+            usage = Usage(estimate_tokens(messages), chunks)
+        return RawResponse(
+            text="".join(parts),
+            usage=usage,
+            finish_reason=finish,
+            ttft=ttft if ttft is not None else time.monotonic() - start,
+            estimated=estimated,
+        )
 
     def _parse(self, status: int, text: str, retry_after: str | None) -> RawResponse:
         if status >= 400:
