@@ -79,8 +79,8 @@ def test_fake_target_and_scripted_judge(dataset, tmp_path):
         ],
     )
     f = aart.attack(dataset, target="fake/app", judge="judge/x", out=tmp_path / "att")
-    assert f["prompts"] == 4 and f["judged"] == 4
-    assert f["overall"]["n"] == 4 and f["primary_judge"] == "llm:judge/x"
+    assert f.prompts == 4 and f.judged == 4
+    assert f.overall["n"] == 4 and f.primary_judge == "llm:judge/x"
     out = tmp_path / "att"
     for name in ("report.html", "report.md", "attack.json", "failures.jsonl"):
         assert (out / name).exists()
@@ -103,8 +103,8 @@ def test_fake_target_and_scripted_judge(dataset, tmp_path):
 def test_malformed_judge_output_is_unjudged_never_safe(dataset, tmp_path):
     register_script("badjudge", ["not a verdict at all"])
     f = aart.attack(dataset, target="fake/app", judge="badjudge/x", out=tmp_path / "att")
-    assert f["unjudged"] == 4 and f["judged"] == 0 and f["overall"]["n"] == 0
-    rec = f["unjudged_records"][0]["verdicts"]["llm:badjudge/x"]
+    assert f.unjudged == 4 and f.judged == 0 and f.overall["n"] == 0
+    rec = f.unjudged_records[0]["verdicts"]["llm:badjudge/x"]
     assert rec["violates"] is None and "no valid structured answer" in rec["error"]
 
 
@@ -118,10 +118,10 @@ def test_python_callable_targets(dataset, tmp_path, monkeypatch):
         out=tmp_path / "a1",
         system_prompt="You are a helpful bank assistant.",
     )
-    assert f["overall"]["successes"] == 3  # the poem prompt is refused, the rest comply
+    assert f.overall["successes"] == 3  # the poem prompt is refused, the rest comply
     assert targets_fixture.CALLS[0][1] == "You are a helpful bank assistant."
     f = aart.attack(dataset, target="targets_fixture:async_app", out=tmp_path / "a2")
-    assert f["overall"]["successes"] == 0 and f["refusal_rate"] == 1.0
+    assert f.overall["successes"] == 0 and f.refusal_rate == 1.0
     with pytest.raises(ConfigError, match="cannot load target"):
         aart.attack(dataset, target="no_such_module:fn", out=tmp_path / "a3")
 
@@ -201,8 +201,8 @@ reply: $.output.choices[0].text
 
         endpoints.allow(f"http://127.0.0.1:{server.port}", "APP_KEY")
         f = aart.attack(dataset, target=str(spec), out=tmp_path / "att")
-        assert f["target"] == "http/toy-app" and f["prompts"] == 4
-        assert f["overall"]["successes"] == 3 and f["target_errors"] == 0
+        assert f.target == "http/toy-app" and f.prompts == 4
+        assert f.overall["successes"] == 3 and f.target_errors == 0
         assert server.requests[0]["input"] == {"message": PROMPTS[0][0], "history": []}
         for p in (tmp_path / "att").iterdir():
             assert b"app-secret" not in p.read_bytes()  # the secret never reaches disk
@@ -349,11 +349,11 @@ def test_guard_classifier_second_opinion_and_agreement(dataset, tmp_path):
         out=tmp_path / "att",
         concurrency=1,
     )
-    assert f["judges"] == ["refusal", "llm:judge2/x", "guard:guard/lg"]
-    verdicts = [r["verdicts"]["guard:guard/lg"] for r in f["failures"]]
+    assert f.judges == ["refusal", "llm:judge2/x", "guard:guard/lg"]
+    verdicts = [r["verdicts"]["guard:guard/lg"] for r in f.failures]
     assert [v["violates"] for v in verdicts] == [True, False, True, False]
     assert verdicts[0]["category"] == "s2"
-    pairs = {tuple(a["judges"]): a for a in f["agreement"]}
+    pairs = {tuple(a["judges"]): a for a in f.agreement}
     assert pairs[("guard:guard/lg", "llm:judge2/x")]["agreement"] == 0.5
 
 
@@ -448,13 +448,13 @@ def test_attack_prices_and_cost_cap(dataset, tmp_path, fake_server):
     price = ["--price", "openai/app=1000,2000"]  # dear, so the cap is reached quickly
     r = aart_cli("attack", dataset, *base, *price, "--out", tmp_path / "a2")
     assert r.returncode == 0, r.stderr
-    f = json.loads((tmp_path / "a2" / "attack.json").read_text())
-    calls = f["usage"]["calls"]
+    summary = json.loads((tmp_path / "a2" / "attack.json").read_text())
+    calls = summary["usage"]["calls"]
     expected = sum(
         (c["prompt_tokens"] * 1000 + c["completion_tokens"] * 2000) / 1e6
         for c in _calls(tmp_path / "a2")
     )
-    assert calls == 4 and f["usage"]["cost"] == pytest.approx(expected) and expected > 0
+    assert calls == 4 and summary["usage"]["cost"] == pytest.approx(expected) and expected > 0
     assert (
         f"${expected:.4f}" in r.stdout and "cost $" in (tmp_path / "a2" / "report.md").read_text()
     )

@@ -387,11 +387,11 @@ def test_attack_counts_each_prompt_once_per_axis(tmp_path):
     out = tmp_path / "run"
     aart.run(write_recipe(tmp_path, explicit()), out=out)
     f = aart.attack(out / "dataset.jsonl", target="fake/app", out=tmp_path / "attack")
-    assert f["judged"] == 18
-    for axis, cells in f["by_value"].items():
-        assert sum(c["n"] for c in cells) == f["judged"], axis
-    for pair, cells in f["by_pair"].items():
-        assert sum(c["n"] for c in cells) == f["judged"], pair
+    assert f.judged == 18
+    for axis, cells in f.by_value.items():
+        assert sum(c["n"] for c in cells) == f.judged, axis
+    for pair, cells in f.by_pair.items():
+        assert sum(c["n"] for c in cells) == f.judged, pair
 
 
 def test_near_duplicate_values():

@@ -64,5 +64,5 @@ def test_short_attack_on_the_embedded_model(tmp_path):
         max_tokens=60,
         out=tmp_path / "attack",
     )
-    assert f["prompts"] == 2 and f["judged"] + f["unjudged"] == 2
+    assert f.prompts == 2 and f.judged + f.unjudged == 2
     assert (tmp_path / "attack" / "report.html").exists()

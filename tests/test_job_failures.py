@@ -174,15 +174,15 @@ def test_an_attack_job_that_fails_is_listed_and_retried_on_rerun(fake_server, tm
     out = tmp_path / "att"
     kw = dict(target="openai/app", out=out, base_url=fake_server.base_url, min_judged=0.5)
     f = pipeline.attack(path, **kw)
-    assert f["prompts"] == 4 and f["judged"] == 3 and not f["inconclusive"]
-    assert [j["reason"][:8] for j in f["failed_jobs"]] == ["HTTP 502"]
+    assert f.prompts == 4 and f.judged == 3 and not f.inconclusive
+    assert [j["reason"][:8] for j in f.failed_jobs] == ["HTTP 502"]
     assert json.loads((out / "attack.json").read_text())["failed_jobs"]
     assert "failed calls 1" in (out / "report.md").read_text()
     # with --min-judged at its default, 3 of 4 judged is inconclusive
-    assert pipeline.attack(path, **{**kw, "min_judged": 0.9})["inconclusive"]
+    assert pipeline.attack(path, **{**kw, "min_judged": 0.9}).inconclusive
 
     fake_server.rules.clear()
     before = len(fake_server.requests)
     f = pipeline.attack(path, **kw)
-    assert f["judged"] == 4 and not f["failed_jobs"]
+    assert f.judged == 4 and not f.failed_jobs
     assert len(fake_server.requests) - before == 1  # only the failed prompt was sent again

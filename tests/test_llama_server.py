@@ -101,12 +101,12 @@ def test_attack_with_an_llm_judge_through_llama_cpp_python_server(llama_server, 
         out=tmp_path / "attack",
     )
     # every verdict of the LLM judge came back usable through the server's json_object+schema
-    assert f["prompts"] == 3 and f["judged"] == 3 and f["unjudged"] == 0
-    assert not f["inconclusive"] and f["target_errors"] == 0
+    assert f.prompts == 3 and f.judged == 3 and f.unjudged == 0
+    assert not f.inconclusive and f.target_errors == 0
     # The server computes one request at a time and cuts a stream short when another
     # arrives: the adaptive concurrency's probes upward cost a few calls, each one counted
     # (never a format failure, never a retry of a whole queue).
-    assert f["usage"]["failed_calls"] <= 3
+    assert f.usage["failed_calls"] <= 3
     errors = sqlite3.connect(tmp_path / "attack" / "run.db").execute(
         "SELECT error FROM calls WHERE error IS NOT NULL"
     )

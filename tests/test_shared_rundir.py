@@ -39,7 +39,7 @@ def paid_calls(out):
 
 
 def test_a_second_process_is_refused_and_nothing_is_paid_twice(tmp_path):
-    server = FakeOpenAIServer(latency=0.3).start()
+    server = FakeOpenAIServer(latency=1.0).start()
     try:
         recipe, out = slow_recipe(tmp_path, server), tmp_path / "run"
         cmd = [sys.executable, "-m", "aart", "run", str(recipe), "--out", str(out)]
@@ -96,7 +96,7 @@ def test_an_attack_directory_is_locked_too(tmp_path):
             aart.attack(data, target="fake/app", out=tmp_path / "att")
     finally:
         holder.close()
-    assert aart.attack(data, target="fake/app", out=tmp_path / "att")["prompts"] == 1
+    assert aart.attack(data, target="fake/app", out=tmp_path / "att").prompts == 1
 
 
 def test_a_failed_start_does_not_lock_the_run_to_its_recipe(tmp_path, monkeypatch):

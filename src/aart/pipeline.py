@@ -16,6 +16,7 @@ from .llm import Model, ModelOptions, Price, estimate_tokens
 from .llm.factory import ModelFactory
 from .recipe import Value, load_recipe
 from .recipe.loader import LoadedRecipe
+from .redteam.findings import Findings
 from .steps.baseline import BaselineStats, load_pool, run_baseline
 from .steps.common import recipe_budget, recipe_prices, run_models
 from .steps.define import define_report, define_run
@@ -266,12 +267,12 @@ def attack(
     min_judged: float = 0.9,
     prices: dict[str, Price] | None = None,
     max_cost: float | None = None,
-) -> dict[str, Any]:
+) -> Findings:
     """Attack ``target`` with every prompt of ``dataset``, judge the responses, write
     OUT/report.html, report.md, attack.json and failures.jsonl; returns the findings.
-    ``findings["inconclusive"]`` is true when fewer than ``min_judged`` of the prompts got a
+    ``findings.inconclusive`` is true when fewer than ``min_judged`` of the prompts got a
     verdict (target errors and unjudged answers), or when an endpoint failed every call and
-    the attack stopped (``findings["stopped"]`` says why): its rate then proves nothing."""
+    the attack stopped (``findings.stopped`` says why): its rate then proves nothing."""
     from .redteam import Attack, AttackConfig, compare_runs, write_regression_dataset
     from .report.attack import write_attack_report
 
@@ -310,22 +311,16 @@ def attack(
         tick = progress("attack", len(a.records)) if progress else None
         try:
             findings = asyncio.run(a.run(tick))
-            findings["stopped"] = None
         except EndpointDown as e:
             # The target or a judge fails every call: report what was done, inconclusive.
             findings = a.findings()
-            findings["stopped"] = str(e)
+            findings.stopped = str(e)
     finally:
         a.close()
     outdir = Path(out)
-    share = findings["judged"] / findings["prompts"] if findings["prompts"] else 0.0
-    findings.update(
-        judged_share=share,
-        min_judged=min_judged,
-        inconclusive=share < min_judged or findings["stopped"] is not None,
-    )
+    findings.min_judged = min_judged
     if baseline is not None:
-        findings["comparison"] = compare_runs(findings, Path(baseline))
+        findings.comparison = compare_runs(findings, Path(baseline))
     write_regression_dataset(findings, outdir / "failures.jsonl")
     write_attack_report(findings, outdir)
     return findings

@@ -152,43 +152,43 @@ def attack_command(
             prices=dict(parse_price(p) for p in prices),
             max_cost=max_cost,
         )
-    o = f["overall"]
-    if f["inconclusive"]:
-        stopped = f"\nstopped early: {f['stopped']}" if f["stopped"] else ""
+    o = f.overall
+    if f.inconclusive:
+        stopped = f"\nstopped early: {f.stopped}" if f.stopped else ""
         click.echo(
-            f"INCONCLUSIVE: only {f['judged']} of {f['prompts']} prompts were judged "
-            f"({100 * f['judged_share']:.0f}% < --min-judged {100 * min_judged:.0f}%): "
-            f"{len(f['failed_jobs'])} failed calls, {f['target_errors']} target errors, "
-            f"{f['unjudged']} unjudged. Check the target "
+            f"INCONCLUSIVE: only {f.judged} of {f.prompts} prompts were judged "
+            f"({100 * f.judged_share:.0f}% < --min-judged {100 * min_judged:.0f}%): "
+            f"{len(f.failed_jobs)} failed calls, {f.target_errors} target errors, "
+            f"{f.unjudged} unjudged. Check the target "
             f"and judge, then re-run the same command (finished prompts are kept)." + stopped,
             err=True,
         )
-    click.echo(f"aart attack on {f['target']}: {out}/report.html")
+    click.echo(f"aart attack on {f.target}: {out}/report.html")
     rows = [
         (
             "attack success",
             f"{o['successes']}/{o['n']} = {100 * o['rate']:.1f}% "
-            f"[{100 * o['ci_low']:.1f}, {100 * o['ci_high']:.1f}] ({f['primary_judge']})",
+            f"[{100 * o['ci_low']:.1f}, {100 * o['ci_high']:.1f}] ({f.primary_judge})",
         ),
-        ("unjudged", f["unjudged"]),
-        ("target errors", f["target_errors"]),
-        ("calls", usage_line(f["usage"])),
-    ] + failed_job_lines(f["failed_jobs"])
-    for axis, cells in list(f["by_value"].items())[:3]:
+        ("unjudged", f.unjudged),
+        ("target errors", f.target_errors),
+        ("calls", usage_line(f.usage)),
+    ] + failed_job_lines(f.failed_jobs)
+    for axis, cells in list(f.by_value.items())[:3]:
         if cells:
-            c = cells[0]
-            rows.append((f"worst {axis}", f"{c['value']} {c['successes']}/{c['n']}"))
-    if f.get("comparison"):
-        c = f["comparison"]
+            worst = cells[0]
+            rows.append((f"worst {axis}", f"{worst['value']} {worst['successes']}/{worst['n']}"))
+    if f.comparison:
+        c = f.comparison
         rows.append(
             (
                 "since baseline",
-                f"{c['fixed']} fixed, {c['still_failing']} still failing, {c['newly_failing']} new",
+                f"{c.fixed} fixed, {c.still_failing} still failing, {c.newly_failing} new",
             )
         )
     rows.append(("regression set", f"{out}/failures.jsonl ({o['successes']} prompts)"))
     echo_kv(rows)
-    if f["inconclusive"]:
+    if f.inconclusive:
         sys.exit(INCONCLUSIVE_EXIT_CODE)
     if fail_above is not None and o["rate"] > fail_above:
         click.echo(f"gate failed: attack-success rate {o['rate']:.3f} > {fail_above}", err=True)

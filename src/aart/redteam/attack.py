@@ -21,6 +21,7 @@ from ..store.db import RunDB
 from ..store.export import read_jsonl, write_jsonl
 from ..textsim import text_hash
 from . import stats
+from .findings import Comparison, Findings
 from .judges import GuardJudge, LLMJudge, RefusalJudge, Verdict
 from .targets import create_target
 
@@ -155,7 +156,7 @@ class Attack:
         if self.progress:
             self.progress()
 
-    async def run(self, progress: Callable[[], None] | None = None) -> dict[str, Any]:
+    async def run(self, progress: Callable[[], None] | None = None) -> Findings:
         self.progress = progress
         self.db.add_jobs(
             STAGE, ((f"{r['index']:06d}-{text_hash(r['prompt'])[:8]}", r) for r in self.records)
@@ -167,74 +168,55 @@ class Attack:
             await self.models.aclose()
         return self.findings()
 
-    def findings(self) -> dict[str, Any]:
+    def findings(self) -> Findings:
         results = sorted(self.db.records(STAGE), key=lambda r: r["index"])
-        judged = [
-            r
-            for r in results
-            if "verdicts" in r and r["verdicts"][self.primary]["violates"] is not None
-        ]
-        unjudged = [
-            r
-            for r in results
-            if "verdicts" in r and r["verdicts"][self.primary]["violates"] is None
-        ]
-        errors = [r for r in results if r.get("target_error")]
+        answered = [r for r in results if "verdicts" in r]
+        judged = [r for r in answered if r["verdicts"][self.primary]["violates"] is not None]
+        unjudged = [r for r in answered if r["verdicts"][self.primary]["violates"] is None]
         outcomes = [(r["cell"], bool(r["verdicts"][self.primary]["violates"])) for r in judged]
         failures = [r for r in judged if r["verdicts"][self.primary]["violates"]]
         severity = [r["verdicts"][self.primary].get("severity") or 0 for r in failures]
-        return {
-            "dataset": str(self.dataset),
-            "target": self.target_name,
-            "primary_judge": self.primary,
-            "judges": [j.name for j in self.judges],
-            # every prompt of the attack, answered or not: a failed job is not judged
-            "prompts": len(self.records),
-            "judged": len(judged),
-            "unjudged": len(unjudged),
-            "target_errors": len(errors),
-            "failed_jobs": [
+        refused = sum(1 for r in answered if r["verdicts"].get("refusal", {}).get("refused"))
+        return Findings(
+            dataset=str(self.dataset),
+            target=self.target_name,
+            primary_judge=self.primary,
+            judges=[j.name for j in self.judges],
+            prompts=len(self.records),
+            judged=len(judged),
+            unjudged=len(unjudged),
+            target_errors=sum(1 for r in results if r.get("target_error")),
+            failed_jobs=[
                 {"job": jid, "reason": reason} for jid, _, reason in self.db.failed_jobs(STAGE)
             ],
-            "overall": stats.rate(len(failures), len(judged)),
-            "refusal_rate": (
-                sum(1 for r in results if r.get("verdicts", {}).get("refusal", {}).get("refused"))
-                / len(results)
-            )
-            if results
-            else 0.0,
-            "by_value": stats.per_value(outcomes),
-            "by_pair": stats.per_pair(outcomes),
-            "agreement": stats.agreement(
-                [
-                    {k: v["violates"] for k, v in r["verdicts"].items()}
-                    for r in results
-                    if "verdicts" in r
-                ]
+            overall=stats.rate(len(failures), len(judged)),
+            refusal_rate=refused / len(results) if results else 0.0,
+            by_value=stats.per_value(outcomes),
+            by_pair=stats.per_pair(outcomes),
+            agreement=stats.agreement(
+                [{k: v["violates"] for k, v in r["verdicts"].items()} for r in answered]
             ),
-            "severity": {str(s): severity.count(s) for s in sorted(set(severity))},
-            "usage": self.db.call_totals(),
-            "outcomes": {
-                r["prompt"]: bool(r["verdicts"][self.primary]["violates"]) for r in judged
-            },
-            "failures": failures,
-            "unjudged_records": unjudged,
-        }
+            severity={str(s): severity.count(s) for s in sorted(set(severity))},
+            usage=self.db.call_totals(),
+            failures=failures,
+            unjudged_records=unjudged,
+            outcomes={r["prompt"]: bool(r["verdicts"][self.primary]["violates"]) for r in judged},
+        )
 
     def close(self) -> None:
         self.db.close()
 
 
-def write_regression_dataset(findings: dict[str, Any], path: Path) -> int:
+def write_regression_dataset(findings: Findings, path: Path) -> int:
     """The failing prompts, in dataset format, to attack again after the application is fixed."""
     rows = [
         {"id": r["id"], "prompt": r["prompt"], "cell": r["cell"], "annotations": {}}
-        for r in findings["failures"]
+        for r in findings.failures
     ]
     return write_jsonl(rows, path)
 
 
-def compare_runs(current: dict[str, Any], previous_dir: Path) -> dict[str, Any]:
+def compare_runs(current: Findings, previous_dir: Path) -> Comparison:
     """What changed since an earlier attack: fixed, still failing, newly failing (by prompt)."""
     prev_path = previous_dir / "attack.json"
     if not prev_path.exists():
@@ -243,13 +225,13 @@ def compare_runs(current: dict[str, Any], previous_dir: Path) -> dict[str, Any]:
         )
     prev = json.loads(prev_path.read_text())
     was = {text_hash(p): bool(v) for p, v in prev["outcomes"].items()}
-    now = {text_hash(p): bool(v) for p, v in current["outcomes"].items()}
+    now = {text_hash(p): bool(v) for p, v in current.outcomes.items()}
     both = was.keys() & now.keys()
-    return {
-        "previous": str(previous_dir),
-        "previous_rate": prev["overall"]["rate"],
-        "compared": len(both),
-        "fixed": sum(1 for k in both if was[k] and not now[k]),
-        "still_failing": sum(1 for k in both if was[k] and now[k]),
-        "newly_failing": sum(1 for k in both if not was[k] and now[k]),
-    }
+    return Comparison(
+        previous=str(previous_dir),
+        previous_rate=prev["overall"]["rate"],
+        compared=len(both),
+        fixed=sum(1 for k in both if was[k] and not now[k]),
+        still_failing=sum(1 for k in both if was[k] and now[k]),
+        newly_failing=sum(1 for k in both if not was[k] and now[k]),
+    )

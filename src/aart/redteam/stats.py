@@ -6,7 +6,8 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
-from typing import Any
+
+from .findings import Agreement, CellRate, Rate
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -20,7 +21,7 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, center - half), min(1.0, center + half)
 
 
-def rate(successes: int, n: int) -> dict[str, Any]:
+def rate(successes: int, n: int) -> Rate:
     lo, hi = wilson(successes, n)
     return {
         "successes": successes,
@@ -31,13 +32,13 @@ def rate(successes: int, n: int) -> dict[str, Any]:
     }
 
 
-def _worst_first(cells: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def _worst_first(cells: Iterable[CellRate]) -> list[CellRate]:
     return sorted(cells, key=lambda c: (-c["rate"], -c["ci_low"], -c["n"], str(c.get("value"))))
 
 
 def per_value(
     outcomes: Sequence[tuple[Mapping[str, str], bool]],
-) -> dict[str, list[dict[str, Any]]]:
+) -> dict[str, list[CellRate]]:
     """For every axis, the rate for every value, worst first. Each outcome carries one value
     per axis (its cell), so it counts once per axis."""
     tally: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
@@ -53,7 +54,7 @@ def per_value(
 
 def per_pair(
     outcomes: Sequence[tuple[Mapping[str, str], bool]],
-) -> dict[str, list[dict[str, Any]]]:
+) -> dict[str, list[CellRate]]:
     """For every pair of axes ("a x b"), the rate of every combination seen, worst first."""
     tally: dict[tuple[str, str], dict[tuple[str, str], list[int]]] = defaultdict(
         lambda: defaultdict(lambda: [0, 0])
@@ -72,11 +73,11 @@ def per_pair(
     }
 
 
-def agreement(verdicts: Sequence[Mapping[str, bool | None]]) -> list[dict[str, Any]]:
+def agreement(verdicts: Sequence[Mapping[str, bool | None]]) -> list[Agreement]:
     """Pairwise agreement (and Cohen's kappa) between judges on `violates`, over the records
     both judged."""
     judges = sorted({j for v in verdicts for j in v})
-    out = []
+    out: list[Agreement] = []
     for a, b in combinations(judges, 2):
         pairs = [
             (bool(v[a]), bool(v[b]))

@@ -4,10 +4,11 @@ with Wilson intervals), judge agreement, and failing examples; HTML, Markdown an
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..redteam.findings import Findings
 from .html import esc, page, table
 from .markdown import md_escape, md_table
 
@@ -24,7 +25,7 @@ def _color(r: float) -> str:
     return f"rgb(255,{g},{g})"
 
 
-def _heatmap(cells: list[Mapping[str, Any]], a: str, b: str) -> str:
+def _heatmap(cells: Sequence[Mapping[str, Any]], a: str, b: str) -> str:
     rows = sorted({c["a"] for c in cells})
     cols = sorted({c["b"] for c in cells})
     by = {(c["a"], c["b"]): c for c in cells}
@@ -51,39 +52,39 @@ def _heatmap(cells: list[Mapping[str, Any]], a: str, b: str) -> str:
     return f"<table>{head}{''.join(body)}</table>"
 
 
-def _inconclusive(f: Mapping[str, Any]) -> str:
-    stopped = f"stopped early, {f['stopped']}; " if f.get("stopped") else ""
+def _inconclusive(f: Findings) -> str:
+    stopped = f"stopped early, {f.stopped}; " if f.stopped else ""
     return (
-        f"INCONCLUSIVE: {stopped}only {f['judged']} of {f['prompts']} prompts were judged "
-        f"({100 * f['judged_share']:.0f}%, below the {100 * f['min_judged']:.0f}% required); "
-        f"{len(f['failed_jobs'])} failed calls, {f['target_errors']} target errors and "
-        f"{f['unjudged']} unjudged answers. The attack-"
+        f"INCONCLUSIVE: {stopped}only {f.judged} of {f.prompts} prompts were judged "
+        f"({100 * f.judged_share:.0f}%, below the {100 * f.min_judged:.0f}% required); "
+        f"{len(f.failed_jobs)} failed calls, {f.target_errors} target errors and "
+        f"{f.unjudged} unjudged answers. The attack-"
         "success rate below proves nothing."
     )
 
 
-def attack_html(f: Mapping[str, Any]) -> str:
-    o = f["overall"]
+def attack_html(f: Findings) -> str:
+    o = f.overall
     parts = [
-        f"<h1>aart attack: {esc(f['target'])}</h1>",
-        f"<p class='gap'><b>{esc(_inconclusive(f))}</b></p>" if f.get("inconclusive") else "",
-        f"<p class='muted'>dataset {esc(f['dataset'])}; primary judge {esc(f['primary_judge'])}; "
-        f"judges: {esc(', '.join(f['judges']))}</p>",
+        f"<h1>aart attack: {esc(f.target)}</h1>",
+        f"<p class='gap'><b>{esc(_inconclusive(f))}</b></p>" if f.inconclusive else "",
+        f"<p class='muted'>dataset {esc(f.dataset)}; primary judge {esc(f.primary_judge)}; "
+        f"judges: {esc(', '.join(f.judges))}</p>",
         "".join(
             f"<span class='kpi'>{esc(k)}<b>{esc(v)}</b></span>"
             for k, v in [
                 ("attack success", _rate(o)),
-                ("judged", f"{f['judged']} of {f['prompts']}"),
-                ("unjudged", f["unjudged"]),
-                ("target errors", f["target_errors"]),
-                ("failed calls", len(f["failed_jobs"])),
-                ("cost", f"${f['usage']['cost']:.4f} ({f['usage']['calls']} paid calls)"),
-                ("refusal rate", f"{100 * f['refusal_rate']:.1f}%"),
+                ("judged", f"{f.judged} of {f.prompts}"),
+                ("unjudged", f.unjudged),
+                ("target errors", f.target_errors),
+                ("failed calls", len(f.failed_jobs)),
+                ("cost", f"${f.usage['cost']:.4f} ({f.usage['calls']} paid calls)"),
+                ("refusal rate", f"{100 * f.refusal_rate:.1f}%"),
             ]
         ),
     ]
-    if f.get("comparison"):
-        c = f["comparison"]
+    if f.comparison:
+        c = f.comparison
         parts.append(
             "<h2>Since the previous run</h2>"
             + table(
@@ -97,17 +98,17 @@ def attack_html(f: Mapping[str, Any]) -> str:
                 ],
                 [
                     [
-                        c["previous"],
-                        f"{100 * c['previous_rate']:.1f}%",
-                        c["compared"],
-                        c["fixed"],
-                        c["still_failing"],
-                        c["newly_failing"],
+                        c.previous,
+                        f"{100 * c.previous_rate:.1f}%",
+                        c.compared,
+                        c.fixed,
+                        c.still_failing,
+                        c.newly_failing,
                     ]
                 ],
             )
         )
-    for axis, cells in f["by_value"].items():
+    for axis, cells in f.by_value.items():
         parts.append(f"<h2>By {esc(axis)} (worst first)</h2>")
         parts.append(
             table(
@@ -115,7 +116,7 @@ def attack_html(f: Mapping[str, Any]) -> str:
                 [[c["value"], f"{c['successes']}/{c['n']}", _rate(c)] for c in cells],
             )
         )
-    for pair, cells in f["by_pair"].items():
+    for pair, cells in f.by_pair.items():
         a, b = pair.split(" x ")
         parts.append(f"<h2>{esc(pair)}</h2>")
         if len({c["a"] for c in cells}) <= 40 and len({c["b"] for c in cells}) <= 30:
@@ -127,7 +128,7 @@ def attack_html(f: Mapping[str, Any]) -> str:
                 [[c["value"], f"{c['successes']}/{c['n']}", _rate(c)] for c in cells[:15]],
             )
         )
-    if f["agreement"]:
+    if f.agreement:
         parts.append(
             "<h2>Judge agreement</h2>"
             + table(
@@ -139,15 +140,15 @@ def attack_html(f: Mapping[str, Any]) -> str:
                         "-" if a["agreement"] is None else f"{100 * a['agreement']:.1f}%",
                         "-" if a["kappa"] is None else f"{a['kappa']:.2f}",
                     ]
-                    for a in f["agreement"]
+                    for a in f.agreement
                 ],
             )
         )
     parts.append(
-        f"<h2>Failing examples ({min(len(f['failures']), MAX_EXAMPLES)} of {len(f['failures'])})</h2>"
+        f"<h2>Failing examples ({min(len(f.failures), MAX_EXAMPLES)} of {len(f.failures)})</h2>"
     )
-    for r in f["failures"][:MAX_EXAMPLES]:
-        v = r["verdicts"][f["primary_judge"]]
+    for r in f.failures[:MAX_EXAMPLES]:
+        v = r["verdicts"][f.primary_judge]
         axes = "; ".join(f"{k}: {v}" for k, v in r["cell"].items())
         parts.append(
             f"<h3>{esc(r['id'])}</h3><p class='muted'>{esc(axes)}</p>"
@@ -155,10 +156,10 @@ def attack_html(f: Mapping[str, Any]) -> str:
             f"<p><b>response</b></p><pre>{esc(r['response'])}</pre>"
             f"<p class='muted'>{esc(v.get('category') or '')} {esc(v.get('rationale') or '')}</p>"
         )
-    return page(f"aart attack: {f['target']}", "".join(parts))
+    return page(f"aart attack: {f.target}", "".join(parts))
 
 
-def _md_rate_table(title: str, label: str, cells: list[Mapping[str, Any]]) -> list[str]:
+def _md_rate_table(title: str, label: str, cells: Sequence[Mapping[str, Any]]) -> list[str]:
     rows = [[c["value"], f"{c['successes']}/{c['n']}", _rate(c)] for c in cells]
     return [
         "",
@@ -168,29 +169,29 @@ def _md_rate_table(title: str, label: str, cells: list[Mapping[str, Any]]) -> li
     ]
 
 
-def attack_markdown(f: Mapping[str, Any]) -> str:
-    o = f["overall"]
+def attack_markdown(f: Findings) -> str:
+    o = f.overall
     lines = [
-        f"# aart attack: {md_escape(f['target'])}",
+        f"# aart attack: {md_escape(f.target)}",
         "",
-        *([f"**{md_escape(_inconclusive(f))}**", ""] if f.get("inconclusive") else []),
-        f"- attack success: {o['successes']}/{o['n']} = {_rate(o)} (judge {f['primary_judge']})",
-        f"- prompts {f['prompts']}, judged {f['judged']}, unjudged {f['unjudged']}, "
-        f"target errors {f['target_errors']}, failed calls {len(f['failed_jobs'])}, "
-        f"refusal rate {100 * f['refusal_rate']:.1f}%",
-        f"- cost ${f['usage']['cost']:.4f} for {f['usage']['calls']} paid calls",
+        *([f"**{md_escape(_inconclusive(f))}**", ""] if f.inconclusive else []),
+        f"- attack success: {o['successes']}/{o['n']} = {_rate(o)} (judge {f.primary_judge})",
+        f"- prompts {f.prompts}, judged {f.judged}, unjudged {f.unjudged}, "
+        f"target errors {f.target_errors}, failed calls {len(f.failed_jobs)}, "
+        f"refusal rate {100 * f.refusal_rate:.1f}%",
+        f"- cost ${f.usage['cost']:.4f} for {f.usage['calls']} paid calls",
     ]
-    if f.get("comparison"):
-        c = f["comparison"]
+    if f.comparison:
+        c = f.comparison
         lines.append(
-            f"- since {c['previous']} ({100 * c['previous_rate']:.1f}%): {c['fixed']} fixed, "
-            f"{c['still_failing']} still failing, {c['newly_failing']} newly failing"
+            f"- since {c.previous} ({100 * c.previous_rate:.1f}%): {c.fixed} fixed, "
+            f"{c.still_failing} still failing, {c.newly_failing} newly failing"
         )
-    for axis, cells in f["by_value"].items():
+    for axis, cells in f.by_value.items():
         lines += _md_rate_table(f"By {axis} (worst first)", "value", cells[:20])
-    for pair, cells in f["by_pair"].items():
+    for pair, cells in f.by_pair.items():
         lines += _md_rate_table(f"Worst {pair} cells", "cell", cells[:10])
-    for a in f["agreement"]:
+    for a in f.agreement:
         if a["agreement"] is not None:
             lines.append(
                 f"- agreement {' vs '.join(a['judges'])}: {100 * a['agreement']:.1f}% "
@@ -199,10 +200,10 @@ def attack_markdown(f: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_attack_report(f: Mapping[str, Any], out: Path) -> dict[str, Path]:
+def write_attack_report(f: Findings, out: Path) -> dict[str, Path]:
     paths = {"html": out / "report.html", "md": out / "report.md", "json": out / "attack.json"}
     paths["html"].write_text(attack_html(f), encoding="utf-8")
     paths["md"].write_text(attack_markdown(f), encoding="utf-8")
-    summary = {k: v for k, v in f.items() if k not in ("failures", "unjudged_records")}
+    summary = {k: v for k, v in f.as_dict().items() if k not in ("failures", "unjudged_records")}
     paths["json"].write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return paths

@@ -1,0 +1,98 @@
+"""What an attack found, typed: :class:`Findings` is what ``aart.attack`` returns, what the
+reports render and what ``attack.json`` holds (:meth:`Findings.as_dict`)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, TypedDict
+
+
+class Rate(TypedDict):
+    """An attack-success rate with its Wilson 95% interval."""
+
+    successes: int
+    n: int
+    rate: float
+    ci_low: float
+    ci_high: float
+
+
+class CellRate(Rate, total=False):
+    """The rate of one axis value (``value``), or of one pair of values (``value`` "a | b",
+    with ``a`` and ``b``)."""
+
+    value: str
+    a: str
+    b: str
+
+
+class Agreement(TypedDict):
+    """Two judges' agreement on "violates" over the prompts both judged."""
+
+    judges: list[str]
+    n: int
+    agreement: float | None
+    kappa: float | None
+
+
+@dataclass
+class Comparison:
+    """A regression re-run against an earlier attack (by prompt text)."""
+
+    previous: str
+    previous_rate: float
+    compared: int
+    fixed: int
+    still_failing: int
+    newly_failing: int
+
+
+@dataclass
+class Findings:
+    dataset: str
+    target: str
+    primary_judge: str
+    judges: list[str]
+    #: every prompt of the attack, answered or not
+    prompts: int
+    #: prompts with a verdict of the primary judge
+    judged: int
+    unjudged: int
+    #: prompts the target refused with a 4xx of their own (a content filter)
+    target_errors: int
+    #: prompts whose call failed for good (job id and reason); re-running retries them
+    failed_jobs: list[dict[str, str]]
+    overall: Rate
+    refusal_rate: float
+    #: per axis, the rate of every value, worst first
+    by_value: dict[str, list[CellRate]]
+    #: per pair of axes ("a x b"), the rate of every pair of values seen, worst first
+    by_pair: dict[str, list[CellRate]]
+    agreement: list[Agreement]
+    severity: dict[str, int]
+    #: paid calls, tokens and cost (RunDB.call_totals)
+    usage: dict[str, Any]
+    #: the records (prompt, cell, response, verdicts) the primary judge found violating
+    failures: list[dict[str, Any]]
+    unjudged_records: list[dict[str, Any]]
+    #: prompt -> violates, for regression comparisons
+    outcomes: dict[str, bool]
+    #: the share of judged prompts below which the attack proves nothing
+    min_judged: float = 0.9
+    #: why the attack stopped early (an endpoint that failed every call), if it did
+    stopped: str | None = None
+    comparison: Comparison | None = None
+
+    @property
+    def judged_share(self) -> float:
+        return self.judged / self.prompts if self.prompts else 0.0
+
+    @property
+    def inconclusive(self) -> bool:
+        """Too few verdicts for the rate to mean anything, or stopped early: never a pass."""
+        return self.judged_share < self.min_judged or self.stopped is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.update(judged_share=self.judged_share, inconclusive=self.inconclusive)
+        return d
