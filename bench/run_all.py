@@ -12,6 +12,7 @@ for script in (
     "bench_coverage.py",
     "bench_embedding_memory.py",
     "bench_faithful.py",
+    "bench_queueing.py",
 ):
     print(f"== {script}", flush=True)
     subprocess.run([sys.executable, str(HERE / script)], check=True)

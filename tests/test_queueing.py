@@ -20,7 +20,7 @@ def test_slow_start_then_additive_increase_up_to_the_ceiling():
     async def go():
         for _ in range(30):
             epoch = await limit.acquire()
-            limit.release(epoch, ttft=0.1)
+            limit.release(epoch, answered=True, ttft=0.1)
 
     asyncio.run(go())
     assert limit.limit == 8  # never above the ceiling
@@ -43,16 +43,16 @@ def test_congestion_halves_once_per_round_and_probes_ever_more_rarely():
         assert limit.limit == 2
         # above the slow-start threshold growth is additive, after a wait that doubled
         # because load showed again below the level it first showed at
-        await answer(ttft=0.1)
+        await answer(answered=True, ttft=0.1)
         assert limit.limit == 2  # still waiting
-        await answer(ttft=0.1)
+        await answer(answered=True, ttft=0.1)
         assert limit.limit == 2.5
         for _ in range(3):
             await answer(congested=True)
         assert limit.limit == 1  # never below one
         waits = 0
         while limit.limit == 1:
-            await answer(ttft=0.1)
+            await answer(answered=True, ttft=0.1)
             waits += 1
         assert waits == 16  # 2, 4, 8, 16: one-at-a-time servers are probed rarely
 
@@ -64,14 +64,24 @@ def test_a_growing_time_to_first_token_reads_as_queueing():
     limit.limit = 6.0
 
     async def go():
-        limit.release(await limit.acquire(), ttft=0.5)  # unloaded
-        limit.release(await limit.acquire(), ttft=1.2)  # jitter within the slack
+        limit.release(await limit.acquire(), answered=True, ttft=0.5)  # unloaded
+        limit.release(await limit.acquire(), answered=True, ttft=1.2)  # jitter within the slack
         assert limit.limit > 6
         before = limit.limit
-        limit.release(await limit.acquire(), ttft=5.0)  # waited behind others
+        limit.release(await limit.acquire(), answered=True, ttft=5.0)  # waited behind others
         assert limit.limit == before / 2
 
     asyncio.run(go())
+
+
+def test_an_error_or_a_cancellation_is_no_sign_either_way():
+    limit = AdaptiveLimit(8)
+
+    async def go():
+        limit.release(await limit.acquire())  # neither answered nor congested
+
+    asyncio.run(go())
+    assert limit.limit == 1 and not limit.events and limit.in_flight == 0
 
 
 def test_fixed_concurrency_never_moves():

@@ -76,16 +76,24 @@ class AdaptiveLimit:
         self.peak = max(self.peak, self.in_flight)
         return self._epoch
 
-    def release(self, epoch: int, *, congested: bool = False, ttft: float | None = None) -> None:
-        """Give the slot back with what the call showed: ``congested`` (a 429, no first token
-        in time), or its time to the first token."""
+    def release(
+        self,
+        epoch: int,
+        *,
+        answered: bool = False,
+        congested: bool = False,
+        ttft: float | None = None,
+    ) -> None:
+        """Give the slot back with what the call showed: ``answered`` (with its time to the
+        first token, when streamed), ``congested`` (a 429, no first token in time, a stream
+        cut short), or neither (another error, a cancellation: no sign either way)."""
         self.in_flight -= 1
         if self.adaptive:
             if congested:
                 self._decrease(epoch, "congestion")
-            elif ttft is not None and self._queued(ttft):
+            elif answered and ttft is not None and self._queued(ttft):
                 self._decrease(epoch, f"queueing (first token after {ttft:.1f}s)")
-            else:
+            elif answered:
                 self._increase()
         self._wake()
 

@@ -231,8 +231,12 @@ class Model:
                 except ProviderError as e:
                     err = e
                 finally:
-                    congested = isinstance(err, TransientError) and err.congested
-                    limit.release(epoch, congested=congested, ttft=raw.ttft if raw else None)
+                    limit.release(
+                        epoch,
+                        answered=raw is not None,
+                        congested=isinstance(err, TransientError) and err.congested,
+                        ttft=raw.ttft if raw is not None else None,
+                    )
                 if raw is not None:
                     self._failed_in_a_row = 0
                     return raw, time.perf_counter() - start

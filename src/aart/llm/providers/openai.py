@@ -154,10 +154,14 @@ class OpenAIChatAPI(ModelAPI):
                 text = await asyncio.wait_for(resp.text(), first_deadline - time.monotonic())
                 finished = True
             except TimeoutError as e:
+                # Sent but unanswered: the server may well compute it (llama-cpp-python's runs
+                # a non-streamed request to the end), so its prompt counts. A connection that
+                # never opened cost nothing.
+                sent = not isinstance(e, aiohttp.ClientConnectionError)
                 raise TransientError(
                     f"no answer from {self.base_url} within {self.options.timeout}s",
                     congested=True,
-                    spent=(estimate_tokens(messages), 0) if resp is not None else None,
+                    spent=(estimate_tokens(messages), 0) if sent else None,
                 ) from e
             except aiohttp.ClientError as e:
                 raise TransientError(
