@@ -387,7 +387,8 @@ def test_an_attack_with_nothing_judged_is_inconclusive_and_never_passes_the_gate
         "0.05",
     )
     assert r.returncode == 4, (r.stdout, r.stderr)
-    assert r.stderr.startswith("INCONCLUSIVE: only 0 of 4 prompts were judged")
+    said = [line for line in r.stderr.splitlines() if not line.startswith("attack on ")]
+    assert said[0].startswith("INCONCLUSIVE: only 0 of 4 prompts were judged")  # first
     # a 401 is the endpoint's fault: one clear message, and no call after the first answers
     assert "stopped early: openai/app: HTTP 401" in r.stderr
     assert "check OPENAI_API_KEY" in r.stderr and "Traceback" not in r.stderr

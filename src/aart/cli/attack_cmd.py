@@ -8,11 +8,18 @@ import click
 
 from .. import pipeline
 from ..llm import Price
+from ..redteam.findings import Findings
 from .common import echo_kv, failed_job_lines, no_cache_option, progress_bars, usage_line
 
 GATE_EXIT_CODE = 3
 # Too few prompts got a verdict for the rate to mean anything: never a pass.
 INCONCLUSIVE_EXIT_CODE = 4
+
+
+def unjudged_line(f: Findings) -> str:
+    """Every judge's unjudged verdicts, the primary's first."""
+    order = [f.primary_judge] + [j for j in f.unjudged_by_judge if j != f.primary_judge]
+    return ", ".join(f"{f.unjudged_by_judge.get(j, 0)} ({j})" for j in order)
 
 
 def parse_price(text: str) -> tuple[str, Price]:
@@ -163,6 +170,8 @@ def attack_command(
             f"and judge, then re-run the same command (finished prompts are kept)." + stopped,
             err=True,
         )
+    for w in f.warnings:
+        click.echo(f"WARNING: {w}", err=True)
     click.echo(f"aart attack on {f.target}: {out}/report.html")
     rows = [
         (
@@ -170,7 +179,7 @@ def attack_command(
             f"{o['successes']}/{o['n']} = {100 * o['rate']:.1f}% "
             f"[{100 * o['ci_low']:.1f}, {100 * o['ci_high']:.1f}] ({f.primary_judge})",
         ),
-        ("unjudged", f.unjudged),
+        ("unjudged", unjudged_line(f)),
         ("target errors", f.target_errors),
         ("calls", usage_line(f.usage)),
     ] + failed_job_lines(f.failed_jobs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import click
@@ -40,7 +41,19 @@ for command in (
     cli.add_command(command)
 
 
+class _Notes(logging.Handler):
+    """The library's notes (a change of model, ...) as `note: ...` lines on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(f"note: {record.getMessage()}", err=True)
+
+
 def main() -> None:
+    log = logging.getLogger("aart")
+    if not log.handlers:
+        log.addHandler(_Notes())
+        log.setLevel(logging.INFO)
+        log.propagate = False
     try:
         cli.main(standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort

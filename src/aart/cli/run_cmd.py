@@ -13,6 +13,7 @@ from .common import (
     echo_kv,
     echo_samples,
     generation_lines,
+    mix_models_option,
     model_option,
     no_cache_option,
     progress_bars,
@@ -28,6 +29,7 @@ from .common import (
 @no_cache_option
 @click.option("--dry-run", is_flag=True, help="Estimate calls and tokens; spend nothing.")
 @base_url_option
+@mix_models_option
 def run_command(
     recipe: str,
     model: str | None,
@@ -36,6 +38,7 @@ def run_command(
     no_cache: bool,
     dry_run: bool,
     base_url: str | None,
+    mix_models: bool,
 ) -> None:
     """Run the three AART steps on RECIPE (a path or a built-in name, see `aart recipes`).
 
@@ -57,6 +60,7 @@ def run_command(
             out=out,
             model=model,
             base_url=base_url,
+            mix_models=mix_models,
             size=size,
             no_cache=no_cache,
             progress=bars,

@@ -13,6 +13,7 @@ from .common import (
     echo_kv,
     echo_samples,
     generation_lines,
+    mix_models_option,
     model_option,
     no_cache_option,
     progress_bars,
@@ -65,11 +66,20 @@ def scope_command(run_dir: str, model: str | None, force: bool) -> None:
 @model_option
 @no_cache_option
 @base_url_option
-def generate_command(run_dir: str, model: str | None, no_cache: bool, base_url: str | None) -> None:
-    """Step 3: generate the dataset for RUN/blueprint.jsonl; resumes finished attempts."""
+@mix_models_option
+def generate_command(
+    run_dir: str, model: str | None, no_cache: bool, base_url: str | None, mix_models: bool
+) -> None:
+    """Step 3: generate the dataset for RUN/blueprint.jsonl; resumes finished attempts. Uses
+    the model the run was made with, unless --model says otherwise."""
     with progress_bars() as bars:
         s = pipeline.generate(
-            run_dir, model=model, no_cache=no_cache, progress=bars, base_url=base_url
+            run_dir,
+            model=model,
+            no_cache=no_cache,
+            progress=bars,
+            base_url=base_url,
+            mix_models=mix_models,
         )
     click.echo(f"dataset: {run_dir}/dataset.jsonl")
     echo_kv(generation_lines(s))

@@ -77,6 +77,10 @@ class Findings:
     unjudged_records: list[dict[str, Any]]
     #: prompt -> violates, for regression comparisons
     outcomes: dict[str, bool]
+    #: per judge, the answers it gave no usable verdict on (the primary's are `unjudged`)
+    unjudged_by_judge: dict[str, int]
+    #: what makes the headline doubtful, said first by the CLI and the reports
+    warnings: list[str]
     #: the share of judged prompts below which the attack proves nothing
     min_judged: float = 0.9
     #: why the attack stopped early (an endpoint that failed every call), if it did

@@ -68,6 +68,7 @@ def attack_html(f: Findings) -> str:
     parts = [
         f"<h1>aart attack: {esc(f.target)}</h1>",
         f"<p class='gap'><b>{esc(_inconclusive(f))}</b></p>" if f.inconclusive else "",
+        "".join(f"<p class='gap'><b>WARNING: {esc(w)}</b></p>" for w in f.warnings),
         f"<p class='muted'>dataset {esc(f.dataset)}; primary judge {esc(f.primary_judge)}; "
         f"judges: {esc(', '.join(f.judges))}</p>",
         "".join(
@@ -75,7 +76,7 @@ def attack_html(f: Findings) -> str:
             for k, v in [
                 ("attack success", _rate(o)),
                 ("judged", f"{f.judged} of {f.prompts}"),
-                ("unjudged", f.unjudged),
+                *((f"unjudged ({j})", n) for j, n in f.unjudged_by_judge.items()),
                 ("target errors", f.target_errors),
                 ("failed calls", len(f.failed_jobs)),
                 ("cost", f"${f.usage['cost']:.4f} ({f.usage['calls']} paid calls)"),
@@ -175,10 +176,13 @@ def attack_markdown(f: Findings) -> str:
         f"# aart attack: {md_escape(f.target)}",
         "",
         *([f"**{md_escape(_inconclusive(f))}**", ""] if f.inconclusive else []),
+        *[f"**WARNING: {md_escape(w)}**\n" for w in f.warnings],
         f"- attack success: {o['successes']}/{o['n']} = {_rate(o)} (judge {f.primary_judge})",
         f"- prompts {f.prompts}, judged {f.judged}, unjudged {f.unjudged}, "
         f"target errors {f.target_errors}, failed calls {len(f.failed_jobs)}, "
         f"refusal rate {100 * f.refusal_rate:.1f}%",
+        "- unjudged by judge: "
+        + ", ".join(f"{md_escape(j)} {n}" for j, n in f.unjudged_by_judge.items()),
         f"- cost ${f.usage['cost']:.4f} for {f.usage['calls']} paid calls",
     ]
     if f.comparison:

@@ -68,6 +68,8 @@ class GenerateStats:
     rejection_reasons: dict[str, int] = field(default_factory=dict)
     #: jobs whose call failed for good (job id and reason); re-running retries them
     failed_jobs: list[dict[str, str]] = field(default_factory=list)
+    #: the model that generated this invocation's prompts
+    model: str = ""
 
     @property
     def valid_rate(self) -> float:

@@ -62,6 +62,8 @@ class Run:
                         f"{', '.join(recipe_differences(run.loaded, loaded)) or 'the size'}. "
                         f"Use another --out, or delete {root} to start over"
                     )
+                if run.loaded.hash != loaded.hash:
+                    run.db.set_meta("models", "{}")  # a fresh start: no model used yet
                 if run.loaded.text != loaded.text or run.loaded.size != loaded.size:
                     # Operational settings only (a raised budget, new prices, another
                     # concurrency), or a run that never started: take the new recipe.
@@ -109,6 +111,21 @@ class Run:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+    # -- the models the run was made with ---------------------------------------------------
+    def models_used(self) -> dict[str, str]:
+        """Per stage (define, generate, verify), the model the run was last run with."""
+        return dict(json.loads(self.db.get_meta("models") or "{}"))
+
+    def model_for(self, stage: str, override: str | None = None) -> str:
+        """The model of ``stage``: the one asked for, else the one the run was made with (a
+        later `aart generate` keeps the run's model), else the recipe's."""
+        return override or self.models_used().get(stage) or self.recipe.models.for_stage(stage)
+
+    def remember_model(self, stage: str, name: str) -> None:
+        used = self.models_used()
+        used[stage] = name
+        self.db.set_meta("models", json.dumps(used, sort_keys=True))
 
     # -- artifacts ----------------------------------------------------------------------------
     def path(self, name: str) -> Path:
