@@ -119,7 +119,7 @@ def test_python_callable_targets(dataset, tmp_path, monkeypatch):
         system_prompt="You are a helpful bank assistant.",
     )
     assert f.overall["successes"] == 3  # the poem prompt is refused, the rest comply
-    assert targets_fixture.CALLS[0][1] == "You are a helpful bank assistant."
+    assert targets_fixture.CALLS[-1][1] == "You are a helpful bank assistant."
     f = aart.attack(dataset, target="targets_fixture:async_app", out=tmp_path / "a2")
     assert f.overall["successes"] == 0 and f.refusal_rate == 1.0
     with pytest.raises(ConfigError, match="cannot load target"):
@@ -262,8 +262,10 @@ def test_ci_gate_and_regression_rerun(dataset, tmp_path, monkeypatch):
     )
     assert r.returncode == 0, r.stderr
     summary = json.loads((fixed / "attack.json").read_text())
-    assert summary["comparison"]["fixed"] == 3 and summary["comparison"]["still_failing"] == 0
-    assert "3 fixed" in (fixed / "report.md").read_text()
+    assert summary["comparison"]["fixed"] == ["r1", "r2", "r3"]  # by prompt id
+    assert summary["comparison"]["still_failing"] == []
+    md = (fixed / "report.md").read_text()
+    assert "3 fixed" in md and "fixed: r1, r2, r3" in md
 
 
 def test_report_escapes_prompts_and_responses(tmp_path):

@@ -126,3 +126,31 @@ def test_judges_that_disagree_badly_are_called_out(dataset, tmp_path):
         dataset, target="fake/app", judge="yes/x", classifier="no/g", out=tmp_path / "a"
     )
     assert any(w.startswith("judges disagree: guard:no/g vs llm:yes/x") for w in f.warnings)
+
+
+def test_a_baseline_judged_another_way_is_refused_before_any_call(
+    dataset, tmp_path, fake_server, monkeypatch
+):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    first = tmp_path / "first"
+    aart.attack(dataset, target="targets_fixture:echo_app", out=first)  # refusal detector
+    fake_server.on_text("<assistant_response>", {"content": json.dumps(VIOLATES)})
+    before = len(fake_server.requests)
+    with pytest.raises(UsageError, match="judged by refusal, this attack by llm:openai/j"):
+        aart.attack(
+            first / "failures.jsonl",
+            target="targets_fixture:async_app",
+            judge="openai/j",
+            base_url=fake_server.base_url,
+            out=tmp_path / "second",
+            baseline=first,
+        )
+    assert len(fake_server.requests) == before
+    # judged the same way, the comparison lists ids
+    f = aart.attack(
+        first / "failures.jsonl",
+        target="targets_fixture:async_app",
+        out=tmp_path / "third",
+        baseline=first,
+    )
+    assert f.comparison.fixed == ["r1", "r2", "r3", "r4", "r5"] and not f.comparison.newly_failing

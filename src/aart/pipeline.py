@@ -304,6 +304,7 @@ def attack(
     verdict (target errors and unjudged answers), or when an endpoint failed every call and
     the attack stopped (``findings.stopped`` says why): its rate then proves nothing."""
     from .redteam import Attack, AttackConfig, compare_runs, write_regression_dataset
+    from .redteam.attack import read_baseline
     from .report.attack import write_attack_report
 
     ds = Path(dataset)
@@ -336,6 +337,8 @@ def attack(
         max_tokens_total=budget.max_tokens if budget else None,
         max_cost=max_cost if max_cost is not None else budget.max_cost if budget else None,
     )
+    if baseline is not None:  # refused before any call when judged another way
+        read_baseline(Path(baseline), "refusal" if judge == "refusal" else f"llm:{judge}")
     a = Attack(ds, out, config)
     try:
         tick = progress(f"attack on {a.target_name}", len(a.records)) if progress else None

@@ -192,7 +192,8 @@ def attack_command(
         rows.append(
             (
                 "since baseline",
-                f"{c.fixed} fixed, {c.still_failing} still failing, {c.newly_failing} new",
+                f"{len(c.fixed)} fixed, {len(c.still_failing)} still failing, "
+                f"{len(c.newly_failing)} new (ids in report.md)",
             )
         )
     rows.append(("regression set", f"{out}/failures.jsonl ({o['successes']} prompts)"))

@@ -206,6 +206,7 @@ class Attack:
             failures=failures,
             unjudged_records=unjudged,
             outcomes={r["prompt"]: bool(r["verdicts"][self.primary]["violates"]) for r in judged},
+            ids={r["prompt"]: r["id"] for r in judged},
             unjudged_by_judge=unjudged_by,
             warnings=judge_warnings(self.primary, failures, agreement, unjudged_by, answered),
         )
@@ -264,22 +265,43 @@ def write_regression_dataset(findings: Findings, path: Path) -> int:
     return write_jsonl(rows, path)
 
 
-def compare_runs(current: Findings, previous_dir: Path) -> Comparison:
-    """What changed since an earlier attack: fixed, still failing, newly failing (by prompt)."""
+def read_baseline(previous_dir: Path, judge: str) -> dict[str, Any]:
+    """An earlier attack's summary, refused (before any call) when it was judged by another
+    judge: the comparison would count the judges' differences as fixes."""
     prev_path = previous_dir / "attack.json"
     if not prev_path.exists():
         raise UsageError(
             f"{previous_dir} holds no attack.json; give the --out of an earlier attack"
         )
-    prev = json.loads(prev_path.read_text())
+    prev: dict[str, Any] = json.loads(prev_path.read_text())
+    if prev.get("primary_judge") != judge:
+        raise UsageError(
+            f"{previous_dir} was judged by {prev.get('primary_judge')}, this attack by {judge}: "
+            "the comparison would report the judges' differences as fixes. Attack again with "
+            f"the baseline's judge (--judge {_judge_option(prev.get('primary_judge'))}), or "
+            "without --baseline"
+        )
+    return prev
+
+
+def _judge_option(primary: str | None) -> str:
+    return (primary or "refusal").removeprefix("llm:")
+
+
+def compare_runs(current: Findings, previous_dir: Path) -> Comparison:
+    """What changed since an earlier attack: the ids of the prompts fixed, still failing and
+    newly failing (matched by prompt text)."""
+    prev = read_baseline(previous_dir, current.primary_judge)
     was = {text_hash(p): bool(v) for p, v in prev["outcomes"].items()}
     now = {text_hash(p): bool(v) for p, v in current.outcomes.items()}
-    both = was.keys() & now.keys()
+    ids = {text_hash(p): i for p, i in current.ids.items()}
+    both = sorted(was.keys() & now.keys(), key=lambda k: ids[k])
     return Comparison(
         previous=str(previous_dir),
         previous_rate=prev["overall"]["rate"],
+        judge=current.primary_judge,
         compared=len(both),
-        fixed=sum(1 for k in both if was[k] and not now[k]),
-        still_failing=sum(1 for k in both if was[k] and now[k]),
-        newly_failing=sum(1 for k in both if not was[k] and now[k]),
+        fixed=[ids[k] for k in both if was[k] and not now[k]],
+        still_failing=[ids[k] for k in both if was[k] and now[k]],
+        newly_failing=[ids[k] for k in both if not was[k] and now[k]],
     )

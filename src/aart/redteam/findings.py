@@ -37,14 +37,16 @@ class Agreement(TypedDict):
 
 @dataclass
 class Comparison:
-    """A regression re-run against an earlier attack (by prompt text)."""
+    """A regression re-run against an earlier attack judged the same way, matched by prompt
+    text; the lists hold prompt ids."""
 
     previous: str
     previous_rate: float
+    judge: str
     compared: int
-    fixed: int
-    still_failing: int
-    newly_failing: int
+    fixed: list[str]
+    still_failing: list[str]
+    newly_failing: list[str]
 
 
 @dataclass
@@ -77,6 +79,8 @@ class Findings:
     unjudged_records: list[dict[str, Any]]
     #: prompt -> violates, for regression comparisons
     outcomes: dict[str, bool]
+    #: prompt -> its id in the dataset
+    ids: dict[str, str]
     #: per judge, the answers it gave no usable verdict on (the primary's are `unjudged`)
     unjudged_by_judge: dict[str, int]
     #: what makes the headline doubtful, said first by the CLI and the reports

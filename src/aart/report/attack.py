@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..redteam.findings import Findings
+from ..redteam.findings import Comparison, Findings
 from .html import esc, page, table
 from .markdown import md_escape, md_table
 
@@ -50,6 +50,18 @@ def _heatmap(cells: Sequence[Mapping[str, Any]], a: str, b: str) -> str:
                 )
         body.append(f"<tr><th>{esc(r)}</th>{''.join(tds)}</tr>")
     return f"<table>{head}{''.join(body)}</table>"
+
+
+def _comparison_ids(c: Comparison) -> list[tuple[str, list[str]]]:
+    return [
+        (label, ids)
+        for label, ids in (
+            ("fixed", c.fixed),
+            ("still failing", c.still_failing),
+            ("newly failing", c.newly_failing),
+        )
+        if ids
+    ]
 
 
 def _inconclusive(f: Findings) -> str:
@@ -102,11 +114,15 @@ def attack_html(f: Findings) -> str:
                         c.previous,
                         f"{100 * c.previous_rate:.1f}%",
                         c.compared,
-                        c.fixed,
-                        c.still_failing,
-                        c.newly_failing,
+                        len(c.fixed),
+                        len(c.still_failing),
+                        len(c.newly_failing),
                     ]
                 ],
+            )
+            + "".join(
+                f"<p><b>{esc(label)}</b>: {esc(', '.join(ids))}</p>"
+                for label, ids in _comparison_ids(c)
             )
         )
     for axis, cells in f.by_value.items():
@@ -188,9 +204,11 @@ def attack_markdown(f: Findings) -> str:
     if f.comparison:
         c = f.comparison
         lines.append(
-            f"- since {c.previous} ({100 * c.previous_rate:.1f}%): {c.fixed} fixed, "
-            f"{c.still_failing} still failing, {c.newly_failing} newly failing"
+            f"- since {c.previous} ({100 * c.previous_rate:.1f}%, judge {c.judge}): "
+            f"{len(c.fixed)} fixed, {len(c.still_failing)} still failing, "
+            f"{len(c.newly_failing)} newly failing"
         )
+        lines += [f"  - {label}: {md_escape(', '.join(ids))}" for label, ids in _comparison_ids(c)]
     for axis, cells in f.by_value.items():
         lines += _md_rate_table(f"By {axis} (worst first)", "value", cells[:20])
     for pair, cells in f.by_pair.items():
