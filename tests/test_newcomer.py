@@ -154,3 +154,14 @@ def test_a_baseline_judged_another_way_is_refused_before_any_call(
         baseline=first,
     )
     assert f.comparison.fixed == ["r1", "r2", "r3", "r4", "r5"] and not f.comparison.newly_failing
+
+
+def test_a_resume_shows_it_spent_nothing_new(tmp_path):
+    recipe, out = write_recipe(tmp_path, MINI_RECIPE), tmp_path / "run"
+    first = aart.run(recipe, out=out)
+    assert first.spent_now["calls"] == first.usage["calls"] > 0
+    again = aart.run(recipe, out=out)
+    assert again.spent_now["calls"] == 0 and again.usage["calls"] == first.usage["calls"]
+    r = cli("run", recipe, "--out", out)
+    assert "spent now" in r.stdout and "0 paid calls, 0 tokens" in r.stdout
+    assert f"{first.usage['calls']} paid calls" in r.stdout  # the run's total beside it

@@ -101,7 +101,11 @@ def generate(
     model the run was made with unless ``model`` says otherwise; adding prompts of another
     model to a dataset needs ``mix_models``."""
     with Run.open(run_dir) as run:
-        return _generate(run, model, no_cache, progress, base_url, mix_models)
+        before = run.db.call_totals()
+        stats = _generate(run, model, no_cache, progress, base_url, mix_models)
+        after = run.db.call_totals()
+        stats.spent_now = {k: after[k] - before[k] for k in after}
+        return stats
 
 
 def _generate(
@@ -142,6 +146,8 @@ class RunResult:
     outputs: dict[str, str] = field(default_factory=dict)
     #: Step 1 per enumerated dimension: values, requested, short, rejected candidates
     define_report: dict[str, Any] = field(default_factory=dict)
+    #: what this invocation spent (``usage`` is the run's total over every invocation)
+    spent_now: dict[str, Any] = field(default_factory=dict)
 
     @property
     def tokens_per_prompt(self) -> float:
@@ -161,6 +167,7 @@ class RunResult:
             "tokens_per_prompt": round(self.tokens_per_prompt, 1),
             "generate": self.stats.as_dict(),
             "usage": self.usage,
+            "spent_this_invocation": self.spent_now,
             "wall_seconds": round(self.seconds, 2),
             "outputs": self.outputs,
         }
@@ -183,6 +190,7 @@ def run(
     root = Path(out or default_out(recipe, size))
     _check_planned_budget(recipe, model, size)
     with Run.create_or_resume(root, recipe, size) as r:
+        before = r.db.call_totals()
         dims = _define(r, model, no_cache, base_url)
         plan = scope_run(r, r.model_for("generate", model))
         if on_plan:
@@ -201,7 +209,15 @@ def run(
             )
         }
         result = RunResult(
-            root, stats, plan, dims, usage, time.perf_counter() - start, outputs, define_report(r)
+            root,
+            stats,
+            plan,
+            dims,
+            usage,
+            time.perf_counter() - start,
+            outputs,
+            define_report(r),
+            spent_now={k: usage[k] - before[k] for k in usage},
         )
         (root / "summary.json").write_text(json.dumps(result.as_dict(), indent=2))
         return result

@@ -18,6 +18,7 @@ from .common import (
     no_cache_option,
     progress_bars,
     size_option,
+    usage_line,
 )
 
 
@@ -75,17 +76,17 @@ def run_command(
                 f"values; {len(d['rejected'])} candidates rejected, see "
                 f"{result.root}/dimensions/{name}.yaml)"
             )
+    now = result.spent_now
     echo_kv(
         [
             *generation_lines(s),
-            ("calls", f"{u['calls']} ({u['failed_calls']} failed or invalid)"),
+            ("spent now", usage_line(now) + " (this invocation; a resume re-pays nothing)"),
+            ("run total", usage_line(u) + f", {u['failed_calls']} failed or invalid"),
             (
                 "tokens",
-                f"{u['prompt_tokens'] + u['completion_tokens']:,} "
-                f"({u['prompt_tokens']:,} in, {u['completion_tokens']:,} out)",
+                f"{u['prompt_tokens']:,} in, {u['completion_tokens']:,} out (run total)",
             ),
             ("tokens per prompt", f"{result.tokens_per_prompt:,.0f}"),
-            ("cost", f"${u['cost']:.4f}"),
         ]
     )
     click.echo("outputs:")

@@ -18,6 +18,7 @@ from .common import (
     no_cache_option,
     progress_bars,
     size_option,
+    usage_line,
 )
 
 
@@ -82,5 +83,5 @@ def generate_command(
             mix_models=mix_models,
         )
     click.echo(f"dataset: {run_dir}/dataset.jsonl")
-    echo_kv(generation_lines(s))
+    echo_kv([*generation_lines(s), ("spent now", usage_line(s.spent_now))])
     echo_samples(Path(run_dir) / "dataset.jsonl")

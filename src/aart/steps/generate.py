@@ -70,6 +70,8 @@ class GenerateStats:
     failed_jobs: list[dict[str, str]] = field(default_factory=list)
     #: the model that generated this invocation's prompts
     model: str = ""
+    #: what this invocation spent (calls, tokens, cost), when known
+    spent_now: dict[str, Any] = field(default_factory=dict)
 
     @property
     def valid_rate(self) -> float:
