@@ -72,7 +72,7 @@ def test_run_steps_and_summary(mini_recipe, tmp_path):
 
 
 def test_dry_run_spends_nothing(mini_recipe, tmp_path):
-    r = aart("run", mini_recipe, "--dry-run", cwd=tmp_path)
+    r = aart("run", mini_recipe, "--dry-run", "--json", cwd=tmp_path)
     est = json.loads(r.stdout)
     assert est["attempts"] == 6 and est["define_calls"] == 1 and est["total_tokens"] > 0
     assert not (tmp_path / "runs").exists()

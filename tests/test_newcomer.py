@@ -165,3 +165,25 @@ def test_a_resume_shows_it_spent_nothing_new(tmp_path):
     r = cli("run", recipe, "--out", out)
     assert "spent now" in r.stdout and "0 paid calls, 0 tokens" in r.stdout
     assert f"{first.usage['calls']} paid calls" in r.stdout  # the run's total beside it
+
+
+def test_the_dry_run_gives_enough_to_decide_with(tmp_path):
+    text = MINI_RECIPE.replace("default: fake/test", "default: openai/gpt-4o-mini")
+    recipe = write_recipe(tmp_path, text)
+    r = cli("run", recipe, "--dry-run", cwd=tmp_path)
+    assert r.returncode == 0 and "Step 3  6 attempts -> 18 prompts, 6 calls" in r.stdout
+    assert "cost    unpriced" in r.stdout and "time    unknown" in r.stdout  # never "$0"
+    priced = text.replace(
+        "  default: openai/gpt-4o-mini",
+        "  default: openai/gpt-4o-mini\n  tokens_per_second: 50\n  concurrency: 4",
+    )
+    priced += "prices: {openai/gpt-4o-mini: {input: 0.15, output: 0.6}}\nbudget: {max_calls: 5}\n"
+    recipe = write_recipe(tmp_path, priced, "priced.yaml")
+    r = cli("run", recipe, "--dry-run", cwd=tmp_path)
+    assert r.returncode == 2 and "over budget: ~7 calls > max_calls 5" in r.stderr
+    assert "cost    $0.00" in r.stdout and "time    ~" in r.stdout and "-- OVER" in r.stdout
+    est = json.loads(cli("run", recipe, "--dry-run", "--json", cwd=tmp_path).stdout)
+    assert est["cost"] > 0 and est["seconds"] > 0 and est["over_budget"]
+    r = cli("run", recipe, "--dry-run", "--model", "gpt-4o-mini", cwd=tmp_path)
+    assert r.returncode == 2 and "not of the form provider/model" in r.stderr
+    assert not (tmp_path / "runs").exists()

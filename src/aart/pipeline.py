@@ -13,17 +13,16 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from .errors import BudgetError, EndpointDown, UsageError
-from .llm import Model, ModelOptions, Price, estimate_tokens
+from .llm import Model, ModelOptions, Price
 from .llm.factory import ModelFactory
-from .recipe import Value, load_recipe
-from .recipe.loader import LoadedRecipe
+from .recipe import load_recipe
 from .redteam.findings import Findings
 from .steps.baseline import BaselineStats, load_pool, run_baseline
 from .steps.common import recipe_budget, recipe_prices, run_models
 from .steps.define import define_report, define_run
+from .steps.dryrun import dry_run
 from .steps.generate import GenerateStats, generate_run
-from .steps.prompting import completion_estimate, render_messages
-from .steps.scope import Plan, apply_filter, build_blueprint, scope_run
+from .steps.scope import Plan, scope_run
 from .steps.topup import topup_run
 from .store.db import RunDB
 from .store.rundir import Run
@@ -230,68 +229,15 @@ def _check_planned_budget(recipe: str | Path, model: str | None, size: str | Non
     factory = ModelFactory(prices=recipe_prices(r), budget=recipe_budget(r))
     for stage in ("define", "generate"):
         factory.check_priced(model or r.models.for_stage(stage))
-    b = r.budget
-    if b.max_calls is None and b.max_tokens is None:
+    if r.budget.max_calls is None and r.budget.max_tokens is None:
         return
     est = dry_run(recipe, model=model, size=size)
-    over = []
-    if b.max_calls is not None and est["total_calls"] > b.max_calls:
-        over.append(f"~{est['total_calls']} calls > max_calls {b.max_calls}")
-    if b.max_tokens is not None and est["total_tokens"] > b.max_tokens:
-        over.append(f"~{est['total_tokens']:,} tokens > max_tokens {b.max_tokens:,}")
-    if over:
+    if est["over_budget"]:
         raise BudgetError(
             "the run is over budget before any call: "
-            + "; ".join(over)
+            + "; ".join(est["over_budget"])
             + ". Use a smaller --size, lower the counts, or raise the budget (see --dry-run)."
         )
-
-
-def dry_run(
-    recipe: str | Path, *, model: str | None = None, size: str | None = None
-) -> dict[str, Any]:
-    """Estimate calls, tokens and cost of a whole run without calling any model: enumerated
-    dimensions are stood in for by placeholders of the requested counts."""
-    loaded: LoadedRecipe = load_recipe(recipe, size)
-    r = loaded.recipe
-    define_calls = define_tokens = 0
-    values: dict[str, list[str]] = {}
-    for name, dim in r.dimensions.items():
-        if dim.values is not None:
-            vals = [v.value for v in dim.values]
-        else:
-            spec = dim.enumerate
-            assert spec is not None
-            cats = spec.categories or 1
-            define_calls += cats + (1 if spec.categories else 0)
-            define_tokens += (cats + 1) * (300 + 8 * spec.count)
-            vals = [f"{name} {i}" for i in range(1, spec.count * cats + 1)]
-        f = r.scope.filters.get(name)
-        if f is not None and dim.enumerate is not None:
-            # Values Step 1 has not enumerated yet cannot be matched by keep/drop lists or
-            # regexes; only the cap on their number is known.
-            f = f.model_copy(update={"keep": [], "drop": [], "keep_regex": [], "drop_regex": []})
-        if f is not None:
-            vals = [v.value for v in apply_filter([Value(value=x) for x in vals], f, r.scope.seed)]
-        values[name] = vals
-    blueprint = build_blueprint(r, values)
-    gen_model = model or r.models.for_stage("generate")
-    prompt = sum(estimate_tokens(render_messages(r, a)) for a in blueprint)
-    completion = sum(completion_estimate(r, a["queries"]) for a in blueprint)
-    return {
-        "recipe": str(loaded.path),
-        "size": size,
-        "model": gen_model,
-        "define_calls": define_calls,
-        "define_tokens": define_tokens,
-        "attempts": len(blueprint),
-        "expected_prompts": sum(a["queries"] for a in blueprint),
-        "generate_calls": len(blueprint),
-        "generate_prompt_tokens": prompt,
-        "generate_completion_tokens": completion,
-        "total_calls": define_calls + len(blueprint),
-        "total_tokens": define_tokens + prompt + completion,
-    }
 
 
 def attack(

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
+from typing import Any
 
 import click
 
 from .. import pipeline
+from ..errors import BudgetError
 from ..steps.scope import Plan
 from .common import (
     base_url_option,
@@ -22,13 +25,48 @@ from .common import (
 )
 
 
+def dry_run_text(e: dict[str, Any]) -> str:
+    """The dry run's estimate for a person."""
+    if e["cost"] is None:
+        cost = "unpriced (add prices: to the recipe)"
+    else:
+        cost = f"${e['cost']:.4f}" if e["cost"] else "$0 (no paid model)"
+    if e["seconds"] is None:
+        time = "unknown (set models.tokens_per_second)"
+    else:
+        m, s = divmod(int(e["seconds"]), 60)
+        h, m = divmod(m, 60)
+        time = f"~{h}h{m:02d}m" if h else f"~{m}m{s:02d}s"
+    budget = {k: v for k, v in e["budget"].items() if v is not None}
+    lines = [
+        f"plan for {e['recipe']}" + (f" (size {e['size']})" if e["size"] else ""),
+        f"  Step 1  {e['define_calls']} calls, ~{e['define_tokens']:,} tokens on "
+        f"{e['define_model']}",
+        f"  Step 3  {e['attempts']} attempts -> {e['expected_prompts']} prompts, "
+        f"{e['generate_calls']} calls, ~{e['generate_prompt_tokens']:,} tokens in and "
+        f"~{e['generate_completion_tokens']:,} out on {e['model']} (top-ups not counted)",
+        f"  total   {e['total_calls']} calls, ~{e['total_tokens']:,} tokens",
+        f"  cost    {cost}",
+        f"  time    {time}",
+        "  budget  "
+        + (", ".join(f"{k} {v}" for k, v in budget.items()) if budget else "none set")
+        + (" -- OVER" if e["over_budget"] else (" -- within" if budget else "")),
+    ]
+    return "\n".join(lines)
+
+
 @click.command("run")
 @click.argument("recipe")
 @model_option
 @click.option("--out", "-o", default=None, help="Run directory (default: runs/<recipe>[-size]).")
 @size_option
 @no_cache_option
-@click.option("--dry-run", is_flag=True, help="Estimate calls and tokens; spend nothing.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Estimate calls, tokens, cost and time, check the budget; spend nothing.",
+)
+@click.option("--json", "as_json", is_flag=True, help="With --dry-run: the estimate as JSON.")
 @base_url_option
 @mix_models_option
 def run_command(
@@ -38,6 +76,7 @@ def run_command(
     size: str | None,
     no_cache: bool,
     dry_run: bool,
+    as_json: bool,
     base_url: str | None,
     mix_models: bool,
 ) -> None:
@@ -47,7 +86,10 @@ def run_command(
     """
     if dry_run:
         est = pipeline.dry_run(recipe, model=model, size=size)
-        click.echo(json.dumps(est, indent=2))
+        click.echo(json.dumps(est, indent=2) if as_json else dry_run_text(est))
+        if est["over_budget"]:
+            click.echo(f"over budget: {'; '.join(est['over_budget'])}", err=True)
+            sys.exit(BudgetError.exit_code)
         return
 
     def show_plan(plan: Plan) -> None:

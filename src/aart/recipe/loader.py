@@ -145,6 +145,7 @@ OPERATIONAL_MODEL_KEYS = (
     "idle_timeout",
     "stream",
     "adaptive",
+    "tokens_per_second",
 )
 #: recipes are shared documents: a bound keeps a hostile one from exhausting memory
 MAX_RECIPE_BYTES = 1_000_000

@@ -98,6 +98,9 @@ class Models(Strict):
     stream: bool = True
     #: adapt the requests in flight to the endpoint's load (AIMD) up to ``concurrency``
     adaptive: bool = True
+    #: output tokens per second per request, for the dry run's time estimate (default: the
+    #: embedded model's measured speed for local/, unknown for others)
+    tokens_per_second: float | None = Field(None, gt=0)
     #: structured answers: "constrained" (schema enforced while decoding) or "free" (schema in
     #: the prompt, tolerant parsing, re-ask); default: the provider's
     decoding: Literal["constrained", "free"] | None = None

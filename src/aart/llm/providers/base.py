@@ -99,8 +99,8 @@ def provider_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def create_api(model_name: str, options: ModelOptions | None = None) -> ModelAPI:
-    """Build the :class:`ModelAPI` for a ``provider/model`` name."""
+def check_model_name(model_name: str) -> tuple[str, str]:
+    """(provider, model) of a ``provider/model`` name, or a ConfigError naming the fix."""
     _load_builtins()
     provider, sep, model = model_name.partition("/")
     if not sep or not model:
@@ -114,6 +114,12 @@ def create_api(model_name: str, options: ModelOptions | None = None) -> ModelAPI
             f"unknown provider {provider!r} in {model_name!r}; "
             f"use one of: {', '.join(sorted(_REGISTRY))}"
         )
+    return provider, model
+
+
+def create_api(model_name: str, options: ModelOptions | None = None) -> ModelAPI:
+    """Build the :class:`ModelAPI` for a ``provider/model`` name."""
+    provider, model = check_model_name(model_name)
     return _REGISTRY[provider](model, options or ModelOptions())
 
 

@@ -1,0 +1,109 @@
+"""The dry run: calls, tokens, cost and time of a whole run, checked against the budget,
+without calling any model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..llm import Usage, estimate_tokens
+from ..llm.factory import FREE_PROVIDERS
+from ..llm.providers.base import check_model_name
+from ..recipe import Recipe, Value, load_recipe
+from .common import recipe_prices
+from .prompting import completion_estimate, render_messages
+from .scope import apply_filter, build_blueprint
+
+#: output tokens per second of one request, when the recipe gives none: the embedded model's,
+#: measured on a 2-core machine (bench/bench_embedded.py); a fake model answers at once
+KNOWN_SPEEDS = {"local": 20.0, "fake": float("inf")}
+
+
+def dry_run(
+    recipe: str | Path, *, model: str | None = None, size: str | None = None
+) -> dict[str, Any]:
+    """Estimate calls, tokens, cost and time of a whole run without calling any model, and
+    check them against the budget: enumerated dimensions are stood in for by placeholders of
+    the requested counts. ``cost`` is None for a model without a price; ``seconds`` is None
+    when the model's speed is unknown (``models.tokens_per_second`` gives it)."""
+    loaded = load_recipe(recipe, size)
+    r = loaded.recipe
+    define_model = model or r.models.for_stage("define")
+    gen_model = model or r.models.for_stage("generate")
+    for name in {define_model, gen_model}:
+        check_model_name(name)
+    define_calls = define_tokens = define_completion = 0
+    values: dict[str, list[str]] = {}
+    for name, dim in r.dimensions.items():
+        if dim.values is not None:
+            vals = [v.value for v in dim.values]
+        else:
+            spec = dim.enumerate
+            assert spec is not None
+            cats = spec.categories or 1
+            define_calls += cats + (1 if spec.categories else 0)
+            define_tokens += (cats + 1) * (300 + 8 * spec.count)
+            define_completion += (cats + 1) * 8 * spec.count
+            vals = [f"{name} {i}" for i in range(1, spec.count * cats + 1)]
+        f = r.scope.filters.get(name)
+        if f is not None and dim.enumerate is not None:
+            # Values Step 1 has not enumerated yet cannot be matched by keep/drop lists or
+            # regexes; only the cap on their number is known.
+            f = f.model_copy(update={"keep": [], "drop": [], "keep_regex": [], "drop_regex": []})
+        if f is not None:
+            vals = [v.value for v in apply_filter([Value(value=x) for x in vals], f, r.scope.seed)]
+        values[name] = vals
+    blueprint = build_blueprint(r, values)
+    prompt = sum(estimate_tokens(render_messages(r, a)) for a in blueprint)
+    completion = sum(completion_estimate(r, a["queries"]) for a in blueprint)
+    total_calls = define_calls + len(blueprint)
+    total_tokens = define_tokens + prompt + completion
+    cost = _priced(r, define_model, define_tokens - define_completion, define_completion)
+    gen_cost = _priced(r, gen_model, prompt, completion)
+    seconds = _seconds(r, gen_model, define_completion + completion)
+    b = r.budget
+    over = []
+    if b.max_calls is not None and total_calls > b.max_calls:
+        over.append(f"~{total_calls} calls > max_calls {b.max_calls}")
+    if b.max_tokens is not None and total_tokens > b.max_tokens:
+        over.append(f"~{total_tokens:,} tokens > max_tokens {b.max_tokens:,}")
+    total_cost = None if cost is None or gen_cost is None else cost + gen_cost
+    if b.max_cost is not None and total_cost is not None and total_cost > b.max_cost:
+        over.append(f"~${total_cost:.4f} > max_cost ${b.max_cost}")
+    return {
+        "recipe": str(loaded.path),
+        "size": size,
+        "define_model": define_model,
+        "model": gen_model,
+        "define_calls": define_calls,
+        "define_tokens": define_tokens,
+        "attempts": len(blueprint),
+        "expected_prompts": sum(a["queries"] for a in blueprint),
+        "generate_calls": len(blueprint),
+        "generate_prompt_tokens": prompt,
+        "generate_completion_tokens": completion,
+        "total_calls": total_calls,
+        "total_tokens": total_tokens,
+        "cost": total_cost,
+        "seconds": seconds,
+        "budget": b.model_dump(),
+        "over_budget": over,
+    }
+
+
+def _priced(r: Recipe, name: str, prompt: int, completion: int) -> float | None:
+    if name.startswith(FREE_PROVIDERS):
+        return 0.0
+    if name not in r.prices:
+        return None
+    return recipe_prices(r)[name].cost(Usage(prompt, completion))
+
+
+def _seconds(r: Recipe, name: str, completion: int) -> float | None:
+    provider = name.partition("/")[0]
+    speed = r.models.tokens_per_second or KNOWN_SPEEDS.get(provider)
+    if speed is None:
+        return None
+    # the embedded model runs one request at a time; an endpoint serves `concurrency`
+    parallel = 1 if provider == "local" else (r.models.concurrency or 8)
+    return completion / speed / parallel
