@@ -187,3 +187,68 @@ def test_the_dry_run_gives_enough_to_decide_with(tmp_path):
     r = cli("run", recipe, "--dry-run", "--model", "gpt-4o-mini", cwd=tmp_path)
     assert r.returncode == 2 and "not of the form provider/model" in r.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_init_makes_the_directory_and_overwrites_only_when_asked(tmp_path):
+    r = cli("init", "bank-chatbot", "--to", tmp_path / "sub" / "dir" / "b.yaml")
+    assert r.returncode == 0 and (tmp_path / "sub" / "dir" / "b.yaml").exists()
+    r = cli("init", "bank-chatbot", "--to", tmp_path / "sub" / "dir" / "b.yaml")
+    assert r.returncode == 2 and "--force" in r.stderr and "Traceback" not in r.stderr
+    assert (
+        cli("init", "bank-chatbot", "--to", tmp_path / "sub/dir/b.yaml", "--force").returncode == 0
+    )
+
+
+def test_a_malformed_jsonl_line_is_named(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"prompt": "a mild prompt"}\n{"prompt": oops}\n')
+    for args in (
+        ("evaluate", path),
+        ("attack", path, "--target", "fake/app", "--out", tmp_path / "a"),
+    ):
+        r = cli(*args)
+        assert r.returncode == 2 and f"{path}:2: not valid JSON" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr
+
+
+def test_an_empty_dataset_is_an_error(tmp_path):
+    path = tmp_path / "empty.jsonl"
+    path.write_text("")
+    r = cli("evaluate", path)
+    assert r.returncode == 2 and "holds no records" in r.stderr
+
+
+def test_attack_reads_other_tables_and_targets_in_the_current_directory(tmp_path):
+    (tmp_path / "mytarget.py").write_text(
+        "def reply(prompt):\n    return 'I cannot help with that.'\n"
+    )
+    data = tmp_path / "mine.csv"
+    data.write_text("question,topic\na mild question,alpha\nanother mild one,beta\n")
+    r = cli("attack", data, "--target", "mytarget:reply", "--out", tmp_path / "a", cwd=tmp_path)
+    assert r.returncode == 2 and "--text-column" in r.stderr
+    r = cli(
+        "attack",
+        data,
+        "--target",
+        "mytarget:reply",
+        "--out",
+        tmp_path / "a",
+        "--text-column",
+        "question",
+        "--axis",
+        "topic=topic",
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "a" / "attack.json").read_text())
+    assert summary["prompts"] == 2 and set(summary["by_value"]) == {"topic"}
+
+
+def test_messages_that_point_the_right_way(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"prompt": "a mild prompt about privacy"}\n')
+    r = cli("evaluate", path, "--compare", "just-a-path.jsonl")
+    assert r.returncode == 2 and "NAME=PATH" in r.stderr
+    r = cli("evaluate", path, "--no-embeddings")
+    assert r.returncode == 0 and "skipped (--no-embeddings)" in r.stdout
+    assert "needs the embeddings extra" not in r.stdout

@@ -259,6 +259,9 @@ def attack(
     min_judged: float = 0.9,
     prices: dict[str, Price] | None = None,
     max_cost: float | None = None,
+    text_column: str = "prompt",
+    axis_columns: dict[str, str] | None = None,
+    annotation_columns: dict[str, str] | None = None,
 ) -> Findings:
     """Attack ``target`` with every prompt of ``dataset``, judge the responses, write
     OUT/report.html, report.md, attack.json and failures.jsonl; returns the findings.
@@ -298,6 +301,9 @@ def attack(
         max_calls=budget.max_calls if budget else None,
         max_tokens_total=budget.max_tokens if budget else None,
         max_cost=max_cost if max_cost is not None else budget.max_cost if budget else None,
+        text_column=text_column,
+        axis_columns=axis_columns or {},
+        annotation_columns=annotation_columns or {},
     )
     if baseline is not None:  # refused before any call when judged another way
         read_baseline(Path(baseline), "refusal" if judge == "refusal" else f"llm:{judge}")

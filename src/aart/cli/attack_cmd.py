@@ -7,9 +7,17 @@ import sys
 import click
 
 from .. import pipeline
+from ..evaluate.data import parse_mapping
 from ..llm import Price
 from ..redteam.findings import Findings
-from .common import echo_kv, failed_job_lines, no_cache_option, progress_bars, usage_line
+from .common import (
+    column_options,
+    echo_kv,
+    failed_job_lines,
+    no_cache_option,
+    progress_bars,
+    usage_line,
+)
 
 GATE_EXIT_CODE = 3
 # Too few prompts got a verdict for the rate to mean anything: never a pass.
@@ -116,6 +124,7 @@ def parse_price(text: str) -> tuple[str, Price]:
     metavar="USD",
     help="Stop when the attack has cost this much (needs a price for every paid model).",
 )
+@column_options
 @no_cache_option
 def attack_command(
     dataset: str,
@@ -134,6 +143,9 @@ def attack_command(
     min_judged: float,
     prices: tuple[str, ...],
     max_cost: float | None,
+    text_column: str,
+    axes: tuple[str, ...],
+    annotations: tuple[str, ...],
     no_cache: bool,
 ) -> None:
     """Send every prompt of DATASET to the target, judge the responses and report the
@@ -158,6 +170,9 @@ def attack_command(
             min_judged=min_judged,
             prices=dict(parse_price(p) for p in prices),
             max_cost=max_cost,
+            text_column=text_column,
+            axis_columns=parse_mapping(axes, "--axis"),
+            annotation_columns=parse_mapping(annotations, "--annotation"),
         )
     o = f.overall
     if f.inconclusive:

@@ -89,6 +89,36 @@ def _duration(seconds: float) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"
 
 
+def column_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """How to read a table that is not aart's own: `aart evaluate` and `aart attack` alike."""
+    for option in reversed(
+        [
+            click.option(
+                "--text-column",
+                default="prompt",
+                show_default=True,
+                help="Column holding the prompt.",
+            ),
+            click.option(
+                "--axis",
+                "axes",
+                multiple=True,
+                metavar="AXIS=COLUMN[:SEP]",
+                help="Column with an attempt's axis values (split on SEP); repeatable.",
+            ),
+            click.option(
+                "--annotation",
+                "annotations",
+                multiple=True,
+                metavar="AXIS=COLUMN",
+                help="Column with a record's annotated value of AXIS; repeatable.",
+            ),
+        ]
+    ):
+        f = option(f)
+    return f
+
+
 def echo_kv(pairs: list[tuple[str, Any]]) -> None:
     width = max(len(k) for k, _ in pairs)
     for k, v in pairs:

@@ -7,6 +7,7 @@ import click
 from ..evaluate import evaluate
 from ..evaluate.data import parse_mapping
 from ..report import evaluation_markdown, write_evaluation_report
+from .common import column_options
 
 
 @click.command("evaluate")
@@ -29,23 +30,7 @@ from ..report import evaluation_markdown, write_evaluation_report
     "--compare", multiple=True, metavar="NAME=PATH", help="Another dataset to compare (repeatable)."
 )
 @click.option("--report", default=None, metavar="OUT", help="Write OUT.html, OUT.md and OUT.json.")
-@click.option(
-    "--text-column", default="prompt", show_default=True, help="Column holding the prompt."
-)
-@click.option(
-    "--axis",
-    "axes",
-    multiple=True,
-    metavar="AXIS=COLUMN[:SEP]",
-    help="Column with an attempt's axis values (split on SEP); repeatable.",
-)
-@click.option(
-    "--annotation",
-    "annotations",
-    multiple=True,
-    metavar="AXIS=COLUMN",
-    help="Column with a record's annotated value of AXIS; repeatable.",
-)
+@column_options
 @click.option("--no-embeddings", is_flag=True, help="Skip the embedding-model metrics.")
 @click.option("--seed", default=0, show_default=True, help="Seed for sampled metrics (Self-BLEU).")
 def evaluate_command(
@@ -68,7 +53,7 @@ def evaluate_command(
         recipe=recipe,
         run=run_dir,
         dimensions=dimensions,
-        compare=parse_mapping(compare, "--compare"),
+        compare=parse_mapping(compare, "--compare", "NAME=PATH"),
         text_column=text_column,
         axis_columns=parse_mapping(axes, "--axis"),
         annotation_columns=parse_mapping(annotations, "--annotation"),

@@ -24,7 +24,8 @@ def recipes_command() -> None:
 @click.command("init")
 @click.argument("name")
 @click.option("--to", "dest", default=None, help="Destination file (default: NAME.yaml).")
-def init_command(name: str, dest: str | None) -> None:
+@click.option("--force", is_flag=True, help="Overwrite the destination if it exists.")
+def init_command(name: str, dest: str | None, force: bool) -> None:
     """Copy built-in recipe NAME into the current directory for editing."""
     recipes = builtin_recipes()
     if name not in recipes:
@@ -32,7 +33,10 @@ def init_command(name: str, dest: str | None) -> None:
             f"no built-in recipe {name!r}; choose one of: {', '.join(sorted(recipes))}"
         )
     target = Path(dest or f"{name}.yaml")
-    if target.exists():
-        raise UsageError(f"{target} exists; choose another --to or delete it")
+    if target.is_dir():
+        target = target / f"{name}.yaml"
+    if target.exists() and not force:
+        raise UsageError(f"{target} exists; choose another --to, or overwrite it with --force")
+    target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(recipes[name], target)
     click.echo(f"wrote {target}; edit it, then `aart run {target}`")

@@ -4,7 +4,6 @@ prompts, with column mapping."""
 from __future__ import annotations
 
 import csv
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..recipe import Value
+from ..store.export import read_jsonl
 
 # The released AART dataset's columns, mapped onto the demo recipe's dimensions.
 AART_AXES = {"policy_concepts": ("crime", None), "task_formats": ("use_case", ",")}
@@ -58,11 +58,10 @@ class Dataset:
         return {axis: [Value(value=v) for v in sorted(vs)] for axis, vs in seen.items()}
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
+def read_rows(path: Path) -> list[dict[str, Any]]:
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
-        with path.open(encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
+        return read_jsonl(path)
     if suffix == ".csv":
         csv.field_size_limit(sys.maxsize)
         with path.open(encoding="utf-8", newline="") as f:
@@ -74,12 +73,12 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     raise UsageError(f"{path}: unknown dataset format {suffix!r}; use .jsonl, .csv or .parquet")
 
 
-def parse_mapping(items: tuple[str, ...], what: str) -> dict[str, str]:
+def parse_mapping(items: tuple[str, ...], what: str, form: str = "NAME=COLUMN") -> dict[str, str]:
     out = {}
     for item in items:
         name, sep, col = item.partition("=")
         if not sep or not name or not col:
-            raise UsageError(f"{what} {item!r} must look like NAME=COLUMN")
+            raise UsageError(f"{what} {item!r} must look like {form}")
         out[name] = col
     return out
 
@@ -98,7 +97,9 @@ def load_dataset(
     path = Path(path)
     if not path.exists():
         raise UsageError(f"dataset {path} does not exist")
-    rows = _rows(path)
+    rows = read_rows(path)
+    if not rows:
+        raise UsageError(f"{path} holds no records; nothing to evaluate or attack")
     # runs/bank/dataset.jsonl is better called "bank" than "dataset"
     default_name = path.parent.name if path.stem == "dataset" and path.parent.name else path.stem
     ds = Dataset(name or default_name, [])

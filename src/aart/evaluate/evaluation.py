@@ -14,7 +14,7 @@ from ..recipe import Value, load_recipe
 from .coverage import agreement, coverage, distribution
 from .data import Dataset, load_dataset
 from .diversity import diversity, tokens
-from .embeddings import ENABLE_HINT, Embedder, load_embedder
+from .embeddings import ENABLE_HINT, Embedder, available, load_embedder
 from .stats import describe, histogram
 
 
@@ -94,7 +94,9 @@ def evaluate_dataset(
     }
     if embedder is None:
         result["diversity"]["embedding_diversity"] = None
-        result["notes"] = [ENABLE_HINT]
+        result["notes"] = [
+            "embedding diversity skipped (--no-embeddings)" if available() else ENABLE_HINT
+        ]
     return result
 
 

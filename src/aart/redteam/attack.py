@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EndpointDown, ProviderError, UsageError
-from ..evaluate.data import load_dataset
+from ..evaluate.data import load_dataset, read_rows
 from ..llm import Budget, GenerateConfig, Message, ModelOptions, Price
 from ..llm.factory import ModelFactory
 from ..llm.http_status import is_retryable
 from ..runner import run_jobs
 from ..store.db import RunDB
-from ..store.export import read_jsonl, write_jsonl
+from ..store.export import write_jsonl
 from ..textsim import text_hash
 from . import stats
 from .findings import Agreement, Comparison, Findings
@@ -46,9 +46,13 @@ class AttackConfig:
     max_calls: int | None = None
     max_tokens_total: int | None = None
     max_cost: float | None = None
+    #: how to read a table that is not aart's own (as `aart evaluate` reads it)
+    text_column: str = "prompt"
+    axis_columns: dict[str, str] = field(default_factory=dict)
+    annotation_columns: dict[str, str] = field(default_factory=dict)
 
     def signature(self, dataset_hash: str) -> str:
-        parts = [
+        parts: list[Any] = [
             dataset_hash,
             self.target,
             self.judge,
@@ -58,16 +62,23 @@ class AttackConfig:
             self.max_tokens,
             self.limit,
         ]
+        if self.text_column != "prompt" or self.axis_columns:  # kept out when unused, so
+            parts += [self.text_column, self.axis_columns]  # earlier attacks still resume
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
-def _records(path: Path, limit: int | None) -> list[dict[str, Any]]:
+def _records(path: Path, config: AttackConfig) -> list[dict[str, Any]]:
     """Prompts with the one value per axis that findings group by (``Dataset.cell_of``): each
-    prompt counts once per axis, so per axis n sums to the judged prompts."""
-    ds = load_dataset(path)
-    ids: list[str] = []
-    if path.suffix == ".jsonl":
-        ids = [str(r.get("id", "")) for r in read_jsonl(path)]
+    prompt counts once per axis, so per axis n sums to the judged prompts. Other tables map
+    their columns as `aart evaluate` does (text, axes, annotations)."""
+    ds = load_dataset(
+        path,
+        text_column=config.text_column,
+        axis_columns=config.axis_columns,
+        annotation_columns=config.annotation_columns,
+    )
+    limit = config.limit
+    ids = [str(r.get("id") or "") for r in read_rows(path)]
     out = []
     for i, text in enumerate(ds.texts[: limit or None]):
         rid = (ids[i] if i < len(ids) and ids[i] else "") or f"p{i:06d}"
@@ -81,7 +92,7 @@ class Attack:
         self.out = Path(out)
         self.config = config
         self.progress: Callable[[], None] | None = None
-        self.records = _records(self.dataset, config.limit)
+        self.records = _records(self.dataset, config)
         if not self.records:
             raise UsageError(f"{dataset} holds no prompts")
         self.out.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,7 @@ import inspect
 import json
 import os
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -179,7 +180,12 @@ class CallableTargetAPI(ModelAPI):
 
 
 def load_callable(ref: str) -> Callable[..., Any]:
+    """``module:function`` from the import path, the current directory first (as `python -m`
+    would have it), so `--target mytarget:reply` finds ./mytarget.py."""
     module, _, attr = ref.partition(":")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
     try:
         fn = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as e:

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
+
 
 def _flat(value: Any) -> Any:
     if isinstance(value, (dict, list)):
@@ -42,8 +44,26 @@ def write_jsonl(rows: Iterable[dict[str, Any]], path: Path) -> int:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """The records of a JSONL file; a line that is not a JSON object is a usage error naming
+    the file and the line."""
+    rows = []
+    try:
+        with path.open(encoding="utf-8") as f:
+            for n, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise UsageError(
+                        f"{path}:{n}: not valid JSON ({e.msg}); fix or delete the line"
+                    ) from None
+                if not isinstance(row, dict):
+                    raise UsageError(f"{path}:{n}: expected a JSON object per line")
+                rows.append(row)
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: not UTF-8 text ({e.reason}); save it as UTF-8") from None
+    return rows
 
 
 def write_csv(
