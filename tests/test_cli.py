@@ -9,7 +9,20 @@ from conftest import MINI_RECIPE, write_recipe
 
 from aart import __version__
 
-COMMANDS = ["run", "define", "scope", "generate", "recipes", "init"]
+COMMANDS = [
+    "run",
+    "define",
+    "scope",
+    "generate",
+    "recipes",
+    "init",
+    "attack",
+    "rejudge",
+    "endpoints",
+    "evaluate",
+    "topup",
+    "baseline",
+]
 
 
 def aart(*args, cwd=None):

@@ -252,3 +252,34 @@ def test_messages_that_point_the_right_way(tmp_path):
     r = cli("evaluate", path, "--no-embeddings")
     assert r.returncode == 0 and "skipped (--no-embeddings)" in r.stdout
     assert "needs the embeddings extra" not in r.stdout
+
+
+def test_rejudge_saved_responses_without_calling_the_target(
+    dataset, tmp_path, fake_server, monkeypatch
+):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    import targets_fixture
+
+    first = tmp_path / "first"
+    f = aart.attack(dataset, target="targets_fixture:echo_app", out=first)
+    assert f.primary_judge == "refusal"
+    sent = len(targets_fixture.CALLS)
+    fake_server.on_text("<assistant_response>", {"content": json.dumps(VIOLATES)})
+    r = cli(
+        "rejudge",
+        first,
+        "--judge",
+        "openai/judge",
+        "--base-url",
+        fake_server.base_url,
+        "--out",
+        tmp_path / "second",
+    )
+    assert r.returncode == 0, r.stderr
+    assert len(targets_fixture.CALLS) == sent  # the target was never called again
+    summary = json.loads((tmp_path / "second" / "attack.json").read_text())
+    assert summary["target"] == "python/targets_fixture:echo_app"
+    assert summary["primary_judge"] == "llm:openai/judge" and summary["judged"] == 6
+    assert summary["usage"]["calls"] == len(fake_server.requests) == 6  # the judge's only
+    # the saved responses were judged: the refused poem is a refusal in the new verdicts too
+    assert "WARNING: llm:openai/judge counted" in r.stderr

@@ -1,7 +1,7 @@
 """aart: AI-assisted red-teaming with diverse, annotated adversarial data generation.
 
 The Python API mirrors the CLI: :func:`run`, :func:`define`, :func:`scope`, :func:`generate`,
-:func:`topup`, :func:`baseline`, :func:`attack`.
+:func:`topup`, :func:`baseline`, :func:`attack`, :func:`rejudge`.
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -19,6 +19,7 @@ from .pipeline import (  # noqa: E402
     define,
     dry_run,
     generate,
+    rejudge,
     run,
     scope,
     topup,
@@ -33,6 +34,7 @@ __all__ = [
     "define",
     "dry_run",
     "generate",
+    "rejudge",
     "run",
     "scope",
     "topup",

@@ -262,6 +262,7 @@ def attack(
     text_column: str = "prompt",
     axis_columns: dict[str, str] | None = None,
     annotation_columns: dict[str, str] | None = None,
+    replay: str | Path | None = None,
 ) -> Findings:
     """Attack ``target`` with every prompt of ``dataset``, judge the responses, write
     OUT/report.html, report.md, attack.json and failures.jsonl; returns the findings.
@@ -304,6 +305,7 @@ def attack(
         text_column=text_column,
         axis_columns=axis_columns or {},
         annotation_columns=annotation_columns or {},
+        replay=str(replay) if replay is not None else None,
     )
     if baseline is not None:  # refused before any call when judged another way
         read_baseline(Path(baseline), "refusal" if judge == "refusal" else f"llm:{judge}")
@@ -387,6 +389,46 @@ def topup(
         )
 
 
+def rejudge(
+    previous: str | Path,
+    *,
+    out: str | Path,
+    judge: str = "refusal",
+    classifier: str | None = None,
+    recipe: str | Path | None = None,
+    base_url: str | None = None,
+    progress: Progress | None = None,
+    min_judged: float = 0.9,
+    prices: dict[str, Price] | None = None,
+    max_cost: float | None = None,
+    no_cache: bool = False,
+) -> Findings:
+    """Judge the responses an earlier attack saved in ``previous`` again, with other judges,
+    into ``out``: no call reaches the target. Same outputs as :func:`attack`."""
+    from .redteam.attack import attack_dataset
+
+    saved = attack_dataset(Path(previous))
+    return attack(
+        saved["dataset"],
+        target=saved["target"],
+        out=out,
+        judge=judge,
+        classifier=classifier,
+        recipe=recipe,
+        base_url=base_url,
+        limit=saved["limit"],
+        no_cache=no_cache,
+        progress=progress,
+        min_judged=min_judged,
+        prices=prices,
+        max_cost=max_cost,
+        text_column=saved["text_column"],
+        axis_columns=saved["axis_columns"],
+        annotation_columns=saved["annotation_columns"],
+        replay=previous,
+    )
+
+
 __all__ = [
     "RunResult",
     "attack",
@@ -394,6 +436,7 @@ __all__ = [
     "define",
     "dry_run",
     "generate",
+    "rejudge",
     "run",
     "scope",
     "topup",

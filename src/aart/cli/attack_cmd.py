@@ -1,8 +1,11 @@
-"""`aart attack`: run a dataset against the application and report where it fails."""
+"""`aart attack`: run a dataset against the application and report where it fails;
+`aart rejudge`: judge an attack's saved responses again, calling no target."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -45,40 +48,89 @@ def parse_price(text: str) -> tuple[str, Price]:
     return name, Price(inp, out)
 
 
+def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Judges, gates, prices and outputs: what `aart attack` and `aart rejudge` share."""
+    options = [
+        click.option(
+            "--judge",
+            "-j",
+            default="refusal",
+            show_default=True,
+            help="'refusal' (fast detector) or a provider/model LLM judge with the policy rubric.",
+        ),
+        click.option(
+            "--classifier",
+            default=None,
+            metavar="PROVIDER/MODEL",
+            help="A Llama Guard-style classifier as a second opinion.",
+        ),
+        click.option(
+            "--out",
+            "-o",
+            required=True,
+            type=click.Path(file_okay=False),
+            help="Attack run directory.",
+        ),
+        click.option(
+            "--recipe",
+            default=None,
+            help="Recipe whose policy and system prompt to use "
+            "(default: the dataset's run directory recipe, if any).",
+        ),
+        click.option(
+            "--base-url", default=None, help="Endpoint for openai/... targets and judges."
+        ),
+        click.option(
+            "--fail-above",
+            default=None,
+            type=click.FloatRange(0, 1),
+            metavar="RATE",
+            help=f"Exit {GATE_EXIT_CODE} when the attack-success rate exceeds RATE (0-1).",
+        ),
+        click.option(
+            "--min-judged",
+            default=0.9,
+            show_default=True,
+            type=click.FloatRange(0, 1),
+            metavar="SHARE",
+            help=f"Below this share of judged prompts the attack is inconclusive: exit "
+            f"{INCONCLUSIVE_EXIT_CODE}, whatever --fail-above says.",
+        ),
+        click.option(
+            "--price",
+            "prices",
+            multiple=True,
+            metavar="MODEL=IN,OUT",
+            help="US dollars per million input and output tokens for a model (repeatable; "
+            "adds to the recipe's prices).",
+        ),
+        click.option(
+            "--max-cost",
+            default=None,
+            type=click.FloatRange(min=0),
+            metavar="USD",
+            help="Stop when the attack has cost this much (needs a price for every paid model).",
+        ),
+        no_cache_option,
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 @click.command("attack")
 @click.argument("dataset", type=click.Path(exists=True, dir_okay=False))
 @click.option(
     "--target",
     "-t",
     required=True,
-    help="provider/model, a target .yaml (generic HTTP API) or module:function.",
+    help="provider/model, a target .yaml (generic HTTP API) or module:function (looked up "
+    "in the current directory first).",
 )
-@click.option(
-    "--judge",
-    "-j",
-    default="refusal",
-    show_default=True,
-    help="'refusal' (fast detector) or a provider/model LLM judge with the policy rubric.",
-)
-@click.option(
-    "--classifier",
-    default=None,
-    metavar="PROVIDER/MODEL",
-    help="A Llama Guard-style classifier as a second opinion.",
-)
-@click.option(
-    "--out", "-o", required=True, type=click.Path(file_okay=False), help="Attack run directory."
-)
-@click.option(
-    "--recipe",
-    default=None,
-    help="Recipe whose policy and system prompt to use "
-    "(default: the dataset's run directory recipe, if any).",
-)
+@judging_options
 @click.option(
     "--system-prompt", default=None, help="The application's system prompt (overrides the recipe)."
 )
-@click.option("--base-url", default=None, help="Endpoint for openai/... targets and judges.")
 @click.option("--max-tokens", default=400, show_default=True, help="Longest response to request.")
 @click.option("--limit", default=None, type=int, help="Attack only the first N prompts.")
 @click.option(
@@ -91,62 +143,25 @@ def parse_price(text: str) -> tuple[str, Price]:
     "--baseline",
     default=None,
     type=click.Path(file_okay=False),
-    help="An earlier attack's --out: report what was fixed and what still fails.",
-)
-@click.option(
-    "--fail-above",
-    default=None,
-    type=click.FloatRange(0, 1),
-    metavar="RATE",
-    help=f"Exit {GATE_EXIT_CODE} when the attack-success rate exceeds RATE (0-1).",
-)
-@click.option(
-    "--min-judged",
-    default=0.9,
-    show_default=True,
-    type=click.FloatRange(0, 1),
-    metavar="SHARE",
-    help=f"Below this share of judged prompts the attack is inconclusive: exit "
-    f"{INCONCLUSIVE_EXIT_CODE}, whatever --fail-above says.",
-)
-@click.option(
-    "--price",
-    "prices",
-    multiple=True,
-    metavar="MODEL=IN,OUT",
-    help="US dollars per million input and output tokens for a model (repeatable; adds to "
-    "the recipe's prices).",
-)
-@click.option(
-    "--max-cost",
-    default=None,
-    type=click.FloatRange(min=0),
-    metavar="USD",
-    help="Stop when the attack has cost this much (needs a price for every paid model).",
+    help="An earlier attack's --out, judged the same way: report what was fixed and what "
+    "still fails.",
 )
 @column_options
-@no_cache_option
 def attack_command(
     dataset: str,
     target: str,
-    judge: str,
-    classifier: str | None,
-    out: str,
-    recipe: str | None,
     system_prompt: str | None,
-    base_url: str | None,
     max_tokens: int,
     limit: int | None,
     concurrency: int | None,
     baseline: str | None,
-    fail_above: float | None,
-    min_judged: float,
-    prices: tuple[str, ...],
-    max_cost: float | None,
     text_column: str,
     axes: tuple[str, ...],
     annotations: tuple[str, ...],
-    no_cache: bool,
+    fail_above: float | None,
+    min_judged: float,
+    prices: tuple[str, ...],
+    **judging: Any,
 ) -> None:
     """Send every prompt of DATASET to the target, judge the responses and report the
     attack-success rate overall, per axis value and per pair of axes. Re-running the same
@@ -155,25 +170,48 @@ def attack_command(
         f = pipeline.attack(
             dataset,
             target=target,
-            out=out,
-            judge=judge,
-            classifier=classifier,
-            recipe=recipe,
             system_prompt=system_prompt,
-            base_url=base_url,
             max_tokens=max_tokens,
             limit=limit,
             concurrency=concurrency,
-            no_cache=no_cache,
             baseline=baseline,
             progress=bars,
             min_judged=min_judged,
             prices=dict(parse_price(p) for p in prices),
-            max_cost=max_cost,
             text_column=text_column,
             axis_columns=parse_mapping(axes, "--axis"),
             annotation_columns=parse_mapping(annotations, "--annotation"),
+            **judging,
         )
+    show_findings(f, judging["out"], min_judged, fail_above)
+
+
+@click.command("rejudge")
+@click.argument("attack_dir", type=click.Path(exists=True, file_okay=False))
+@judging_options
+def rejudge_command(
+    attack_dir: str,
+    fail_above: float | None,
+    min_judged: float,
+    prices: tuple[str, ...],
+    **judging: Any,
+) -> None:
+    """Judge the responses saved in ATTACK_DIR (an earlier attack's --out) again, with other
+    judges, into --out: no call reaches the target. Same reports and gates as `aart attack`."""
+    with progress_bars() as bars:
+        f = pipeline.rejudge(
+            attack_dir,
+            progress=bars,
+            min_judged=min_judged,
+            prices=dict(parse_price(p) for p in prices),
+            **judging,
+        )
+    show_findings(f, judging["out"], min_judged, fail_above)
+
+
+def show_findings(f: Findings, out: str, min_judged: float, fail_above: float | None) -> None:
+    """What the CLI says about an attack: doubts first, then the figures; exits with the
+    inconclusive or gate code when they apply."""
     o = f.overall
     if f.inconclusive:
         stopped = f"\nstopped early: {f.stopped}" if f.stopped else ""
@@ -198,7 +236,7 @@ def attack_command(
         ("target errors", f.target_errors),
         ("calls", usage_line(f.usage)),
     ] + failed_job_lines(f.failed_jobs)
-    for axis, cells in list(f.by_value.items())[:3]:
+    for axis, cells in f.by_value.items():
         if cells:
             worst = cells[0]
             rows.append((f"worst {axis}", f"{worst['value']} {worst['successes']}/{worst['n']}"))

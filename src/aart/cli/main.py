@@ -9,7 +9,7 @@ import click
 
 from .. import __version__
 from ..errors import AartError
-from .attack_cmd import attack_command
+from .attack_cmd import attack_command, rejudge_command
 from .endpoints_cmd import endpoints_command
 from .evaluate_cmd import evaluate_command
 from .extra_cmd import baseline_command, topup_command
@@ -32,6 +32,7 @@ for command in (
     generate_command,
     evaluate_command,
     attack_command,
+    rejudge_command,
     topup_command,
     baseline_command,
     recipes_command,

@@ -49,8 +49,15 @@ class ModelFactory:
         opts = replace(options or self.options)
         return self.wrap(name, create_api(name, opts), opts)
 
-    def wrap(self, name: str, api: ModelAPI, options: ModelOptions | None = None) -> Model:
-        """A model around an API built elsewhere (an attack target's)."""
+    def wrap(
+        self, name: str, api: ModelAPI, options: ModelOptions | None = None, *, paid: bool = True
+    ) -> Model:
+        """A model around an API built elsewhere (an attack target's). ``paid=False`` (saved
+        responses answered again) records no calls, caches nothing and spends no budget."""
+        if not paid:
+            m = Model(name, api, options=options or api.options, use_cache=False)
+            self.made.append(m)
+            return m
         self.check_priced(name)
         m = Model(
             name,

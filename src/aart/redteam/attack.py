@@ -23,7 +23,7 @@ from ..textsim import text_hash
 from . import stats
 from .findings import Agreement, Comparison, Findings
 from .judges import GuardJudge, LLMJudge, RefusalJudge, Verdict
-from .targets import create_target
+from .targets import ReplayAPI, create_target
 
 STAGE = "attack"
 
@@ -50,6 +50,8 @@ class AttackConfig:
     text_column: str = "prompt"
     axis_columns: dict[str, str] = field(default_factory=dict)
     annotation_columns: dict[str, str] = field(default_factory=dict)
+    #: an earlier attack's directory: judge its saved responses again, calling no target
+    replay: str | None = None
 
     def signature(self, dataset_hash: str) -> str:
         parts: list[Any] = [
@@ -64,6 +66,8 @@ class AttackConfig:
         ]
         if self.text_column != "prompt" or self.axis_columns:  # kept out when unused, so
             parts += [self.text_column, self.axis_columns]  # earlier attacks still resume
+        if self.replay:
+            parts.append(["replay", self.replay])
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
@@ -126,9 +130,32 @@ class Attack:
                 budget=self.budget,
                 source="the recipe or --price",
             )
-            name, api = create_target(config.target, replace(config.options))
-            self.target_name = name
-            self.target = self.models.wrap(name, api)
+            if config.replay:
+                replay = ReplayAPI(
+                    config.target, saved_responses(Path(config.replay)), config.options
+                )
+                self.target = self.models.wrap(config.target, replay, paid=False)
+                earlier = attack_dataset(Path(config.replay))
+                self.target_name = earlier.get("target_name") or config.target
+            else:
+                name, api = create_target(config.target, replace(config.options))
+                self.target_name = name
+                self.target = self.models.wrap(name, api)
+            # what `aart rejudge` needs to read the same prompts again
+            self.db.set_meta(
+                "attack_dataset",
+                json.dumps(
+                    {
+                        "dataset": str(self.dataset.resolve()),
+                        "target": config.target,
+                        "target_name": self.target_name,
+                        "limit": config.limit,
+                        "text_column": config.text_column,
+                        "axis_columns": config.axis_columns,
+                        "annotation_columns": config.annotation_columns,
+                    }
+                ),
+            )
             self.judges: list[Any] = [RefusalJudge()]
             self.primary = "refusal"
             judge_options = ModelOptions(base_url=config.options.base_url)
@@ -224,6 +251,38 @@ class Attack:
 
     def close(self) -> None:
         self.db.close()
+
+
+def attack_dataset(previous_dir: Path) -> dict[str, Any]:
+    """How an earlier attack read its dataset (path, target, limit, column mapping)."""
+    if not (previous_dir / "run.db").exists():
+        raise UsageError(f"{previous_dir} holds no attack (no run.db); give an attack's --out")
+    db = RunDB(previous_dir / "run.db", lock=False)
+    try:
+        raw = db.get_meta("attack_dataset")
+    finally:
+        db.close()
+    if raw is None:
+        raise UsageError(f"{previous_dir} was made by an older aart; attack again to re-judge")
+    data: dict[str, Any] = json.loads(raw)
+    return data
+
+
+def saved_responses(previous_dir: Path) -> dict[str, dict[str, Any]]:
+    """An earlier attack's responses (and target errors), by prompt text hash."""
+    if not (previous_dir / "run.db").exists():
+        raise UsageError(f"{previous_dir} holds no attack (no run.db); give an attack's --out")
+    db = RunDB(previous_dir / "run.db", lock=False)
+    try:
+        return {
+            text_hash(r["prompt"]): {
+                "response": r.get("response"),
+                "target_error": r.get("target_error"),
+            }
+            for r in db.records(STAGE)
+        }
+    finally:
+        db.close()
 
 
 #: two judges agreeing less than this (Cohen's kappa, on at least MIN_PAIRS prompts) disagree

@@ -30,6 +30,7 @@ from ..errors import ConfigError, ProviderError, TransientError
 from ..llm import GenerateConfig, Message, ModelAPI, ModelOptions, RawResponse, create_api
 from ..llm.endpoints import allowed, refuse
 from ..llm.http_status import status_error
+from ..textsim import text_hash
 
 _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _JINJA = ImmutableSandboxedEnvironment(undefined=StrictUndefined)
@@ -177,6 +178,33 @@ class CallableTargetAPI(ModelAPI):
         else:
             out = await asyncio.to_thread(self.fn, *args)
         return RawResponse(text=str(out))
+
+
+class ReplayAPI(ModelAPI):
+    """The responses an earlier attack saved, answered again by prompt: re-judging them calls
+    no target. A saved target error is raised again as the same per-request error."""
+
+    default_concurrency = 8
+
+    def __init__(self, name: str, saved: dict[str, dict[str, Any]], options: ModelOptions) -> None:
+        super().__init__(name, options)
+        self.saved = saved
+
+    @property
+    def endpoint(self) -> str:
+        return f"replay:{self.model}"
+
+    async def complete(
+        self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
+    ) -> RawResponse:
+        rec = self.saved.get(text_hash(messages[-1].content))
+        if rec is None:
+            raise ProviderError(
+                "no saved response for this prompt in the earlier attack", per_request=True
+            )
+        if rec.get("response") is None:
+            raise ProviderError(rec.get("target_error") or "target error", status=400)
+        return RawResponse(text=str(rec["response"]))
 
 
 def load_callable(ref: str) -> Callable[..., Any]:
