@@ -283,3 +283,16 @@ def test_rejudge_saved_responses_without_calling_the_target(
     assert summary["usage"]["calls"] == len(fake_server.requests) == 6  # the judge's only
     # the saved responses were judged: the refused poem is a refusal in the new verdicts too
     assert "WARNING: llm:openai/judge counted" in r.stderr
+
+
+def test_built_in_recipes_have_a_system_prompt_and_a_chat_attack_without_one_warns(
+    tmp_path, dataset
+):
+    from aart.recipe import builtin_recipes, load_recipe
+
+    for name in builtin_recipes():
+        assert load_recipe(name).recipe.application.system_prompt.strip(), name
+    f = aart.attack(dataset, target="fake/app", out=tmp_path / "a")
+    assert f.warnings[0].startswith("no system prompt was sent to fake/app")
+    f = aart.attack(dataset, target="fake/app", out=tmp_path / "b", recipe="bank-chatbot")
+    assert not any("no system prompt" in w for w in f.warnings)

@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeVar
 from .errors import BudgetError, EndpointDown, UsageError
 from .llm import Model, ModelOptions, Price
 from .llm.factory import ModelFactory
+from .llm.providers.base import provider_names
 from .recipe import load_recipe
 from .redteam.findings import Findings
 from .steps.baseline import BaselineStats, load_pool, run_baseline
@@ -322,6 +323,12 @@ def attack(
         a.close()
     outdir = Path(out)
     findings.min_judged = min_judged
+    if _is_chat_model(target) and not config.system_prompt and replay is None:
+        findings.warnings.insert(
+            0,
+            f"no system prompt was sent to {target}: it answered as itself, not as the "
+            "application; give --system-prompt, or a recipe with application.system_prompt",
+        )
     if baseline is not None:
         findings.comparison = compare_runs(findings, Path(baseline))
     write_regression_dataset(findings, outdir / "failures.jsonl")
@@ -387,6 +394,13 @@ def topup(
             attempts_per_value=attempts_per_value,
             axes=axes,
         )
+
+
+def _is_chat_model(target: str) -> bool:
+    """A provider/model target (not an HTTP target file or a Python callable)."""
+    if target.endswith((".yaml", ".yml")) or "/" not in target:
+        return False
+    return target.partition("/")[0] in provider_names()
 
 
 def rejudge(

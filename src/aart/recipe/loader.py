@@ -33,6 +33,8 @@ class LoadedRecipe:
         data = self.recipe.model_dump(mode="json", exclude={"sizes", "budget", "prices"})
         for key in OPERATIONAL_MODEL_KEYS:
             data["models"].pop(key, None)
+        # only `aart attack` sends it; generation never sees it
+        data["application"].pop("system_prompt", None)
         return data
 
     @property
