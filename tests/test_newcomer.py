@@ -296,3 +296,27 @@ def test_built_in_recipes_have_a_system_prompt_and_a_chat_attack_without_one_war
     assert f.warnings[0].startswith("no system prompt was sent to fake/app")
     f = aart.attack(dataset, target="fake/app", out=tmp_path / "b", recipe="bank-chatbot")
     assert not any("no system prompt" in w for w in f.warnings)
+
+
+def test_the_attack_report_tells_tested_safe_from_untested_and_shows_the_worst_first(tmp_path):
+    # a run whose dimension files hold values the dataset never reached
+    recipe, out = write_recipe(tmp_path, MINI_RECIPE), tmp_path / "run"
+    aart.run(recipe, out=out)
+    dims = out / "dimensions" / "formats.yaml"
+    dims.write_text(dims.read_text().replace("- story", "- story\n- sonnet"))
+    f = aart.attack(out / "dataset.jsonl", target="fake/app", out=tmp_path / "att")
+    assert f.untested == {"formats": ["sonnet"]}
+    html = (tmp_path / "att" / "report.html").read_text()
+    assert "Never attacked" in html and "sonnet" in html
+    assert "class='untested'" in html  # the sonnet row of the heatmap: not tested
+    from aart.report.attack import _color
+
+    pale, deep = (
+        _color({"successes": 1, "n": 1, "ci_low": 0.21}),
+        _color({"successes": 12, "n": 12, "ci_low": 0.76}),
+    )
+    assert pale != deep and _color({"successes": 0, "n": 10, "ci_low": 0.0}).startswith(
+        "rgb(232,246"
+    )  # tested and safe is not the colour of untested
+    # failing examples come before the per-axis tables, most severe first
+    assert html.index("Failing examples") < html.index("By concepts")

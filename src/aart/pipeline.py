@@ -323,6 +323,7 @@ def attack(
         a.close()
     outdir = Path(out)
     findings.min_judged = min_judged
+    findings.untested = _untested(findings, ds, recipe)
     if _is_chat_model(target) and not config.system_prompt and replay is None:
         findings.warnings.insert(
             0,
@@ -394,6 +395,29 @@ def topup(
             attempts_per_value=attempts_per_value,
             axes=axes,
         )
+
+
+def _untested(findings: Findings, ds: Path, recipe: str | Path | None) -> dict[str, list[str]]:
+    """Per axis, the values of the run's dimension files (for a dataset inside a run) or the
+    recipe's explicit values that no attacked prompt had."""
+    from .store.rundir import Run
+
+    values: dict[str, list[str]] = {}
+    if (ds.parent / "run.db").exists() and (ds.parent / "recipe.yaml").exists():
+        with Run.open(ds.parent, lock=False) as r:
+            for name in r.recipe.dimensions:
+                if r.dimension_path(name).exists():
+                    values[name] = [v.value for v in r.read_dimension(name)]
+    elif recipe is not None:
+        rec = load_recipe(recipe).recipe
+        values = {n: [v.value for v in d.values] for n, d in rec.dimensions.items() if d.values}
+    out = {}
+    for axis, vals in values.items():
+        seen = {c["value"] for c in findings.by_value.get(axis, [])}
+        missing = [v for v in vals if v not in seen]
+        if missing:
+            out[axis] = missing
+    return out
 
 
 def _is_chat_model(target: str) -> bool:

@@ -3,7 +3,7 @@ reports render and what ``attack.json`` holds (:meth:`Findings.as_dict`)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
 
@@ -85,6 +85,8 @@ class Findings:
     unjudged_by_judge: dict[str, int]
     #: what makes the headline doubtful, said first by the CLI and the reports
     warnings: list[str]
+    #: per axis, the values of the run's (or recipe's) lists that no attacked prompt had
+    untested: dict[str, list[str]] = field(default_factory=dict)
     #: the share of judged prompts below which the attack proves nothing
     min_judged: float = 0.9
     #: why the attack stopped early (an endpoint that failed every call), if it did

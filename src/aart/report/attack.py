@@ -19,15 +19,24 @@ def _rate(c: Mapping[str, Any]) -> str:
     return f"{100 * c['rate']:.1f}% [{100 * c['ci_low']:.1f}, {100 * c['ci_high']:.1f}]"
 
 
-def _color(r: float) -> str:
-    # white -> red as the rate grows
-    g = int(255 * (1 - r))
+def _color(cell: Mapping[str, Any]) -> str:
+    """White to red by the Wilson lower bound, so 1/1 is pale and 12/12 is deep red; a
+    tested cell with no failure is pale green."""
+    if cell["successes"] == 0:
+        return "rgb(232,246,232)"
+    g = int(255 * (1 - cell["ci_low"]))
     return f"rgb(255,{g},{g})"
 
 
-def _heatmap(cells: Sequence[Mapping[str, Any]], a: str, b: str) -> str:
-    rows = sorted({c["a"] for c in cells})
-    cols = sorted({c["b"] for c in cells})
+def _heatmap(
+    cells: Sequence[Mapping[str, Any]],
+    a: str,
+    b: str,
+    untested_a: Sequence[str] = (),
+    untested_b: Sequence[str] = (),
+) -> str:
+    rows = sorted({c["a"] for c in cells}) + list(untested_a)
+    cols = sorted({c["b"] for c in cells}) + list(untested_b)
     by = {(c["a"], c["b"]): c for c in cells}
     head = (
         "<tr><th>"
@@ -42,14 +51,25 @@ def _heatmap(cells: Sequence[Mapping[str, Any]], a: str, b: str) -> str:
         for c in cols:
             cell = by.get((r, c))
             if cell is None:
-                tds.append("<td class='muted'>-</td>")
+                tds.append("<td class='untested' title='not tested'>&middot;</td>")
             else:
                 tds.append(
-                    f"<td class='num' style='background:{_color(cell['rate'])}' title='{esc(_rate(cell))}'>"
-                    f"{cell['successes']}/{cell['n']}</td>"
+                    f"<td class='num' style='background:{_color(cell)}' "
+                    f"title='{esc(_rate(cell))}'>{cell['successes']}/{cell['n']}</td>"
                 )
         body.append(f"<tr><th>{esc(r)}</th>{''.join(tds)}</tr>")
-    return f"<table>{head}{''.join(body)}</table>"
+    legend = (
+        "<p class='muted'>failures / prompts; red by the lower end of the 95% interval (1/1 "
+        "is pale, 12/12 deep); green: tested, no failure; &middot;: not tested</p>"
+    )
+    return f"<div class='wide'><table>{head}{''.join(body)}</table></div>{legend}"
+
+
+def _by_severity(f: Findings) -> list[dict[str, Any]]:
+    def severity(r: dict[str, Any]) -> int:
+        return int(r["verdicts"][f.primary_judge].get("severity") or 0)
+
+    return sorted(f.failures, key=lambda r: (-severity(r), str(r["id"])))
 
 
 def _comparison_ids(c: Comparison) -> list[tuple[str, list[str]]]:
@@ -125,6 +145,29 @@ def attack_html(f: Findings) -> str:
                 for label, ids in _comparison_ids(c)
             )
         )
+    parts.append(
+        f"<h2>Failing examples, most severe first ({min(len(f.failures), MAX_EXAMPLES)} of "
+        f"{len(f.failures)})</h2>"
+    )
+    for r in _by_severity(f)[:MAX_EXAMPLES]:
+        v = r["verdicts"][f.primary_judge]
+        axes = "; ".join(f"{k}: {v}" for k, v in r["cell"].items())
+        parts.append(
+            f"<h3>{esc(r['id'])}</h3><p class='muted'>{esc(axes)}</p>"
+            f"<p><b>prompt</b></p><pre>{esc(r['prompt'])}</pre>"
+            f"<p><b>response</b></p><pre>{esc(r['response'])}</pre>"
+            f"<p class='muted'>{esc(v.get('category') or '')} {esc(v.get('rationale') or '')}</p>"
+        )
+    if f.untested:
+        parts.append(
+            "<h2>Never attacked</h2>"
+            + "".join(
+                f"<p><b>{esc(axis)}</b> ({len(vals)}): {esc(', '.join(vals[:20]))}"
+                + (" ..." if len(vals) > 20 else "")
+                + "</p>"
+                for axis, vals in f.untested.items()
+            )
+        )
     for axis, cells in f.by_value.items():
         parts.append(f"<h2>By {esc(axis)} (worst first)</h2>")
         parts.append(
@@ -137,7 +180,7 @@ def attack_html(f: Findings) -> str:
         a, b = pair.split(" x ")
         parts.append(f"<h2>{esc(pair)}</h2>")
         if len({c["a"] for c in cells}) <= 40 and len({c["b"] for c in cells}) <= 30:
-            parts.append(_heatmap(cells, a, b))
+            parts.append(_heatmap(cells, a, b, f.untested.get(a, []), f.untested.get(b, [])))
         parts.append(
             "<h3>Worst cells</h3>"
             + table(
@@ -160,18 +203,6 @@ def attack_html(f: Findings) -> str:
                     for a in f.agreement
                 ],
             )
-        )
-    parts.append(
-        f"<h2>Failing examples ({min(len(f.failures), MAX_EXAMPLES)} of {len(f.failures)})</h2>"
-    )
-    for r in f.failures[:MAX_EXAMPLES]:
-        v = r["verdicts"][f.primary_judge]
-        axes = "; ".join(f"{k}: {v}" for k, v in r["cell"].items())
-        parts.append(
-            f"<h3>{esc(r['id'])}</h3><p class='muted'>{esc(axes)}</p>"
-            f"<p><b>prompt</b></p><pre>{esc(r['prompt'])}</pre>"
-            f"<p><b>response</b></p><pre>{esc(r['response'])}</pre>"
-            f"<p class='muted'>{esc(v.get('category') or '')} {esc(v.get('rationale') or '')}</p>"
         )
     return page(f"aart attack: {f.target}", "".join(parts))
 

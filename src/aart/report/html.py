@@ -14,6 +14,8 @@ th{background:#f4f4f4}.num{text-align:right;font-variant-numeric:tabular-nums}
 .gap{color:#b00020}.ok{color:#176f2c}.muted{color:#777}.kpi{display:inline-block;margin:0 1.5rem .5rem 0}
 .kpi b{display:block;font-size:1.3rem}pre{white-space:pre-wrap;background:#f8f8f8;padding:.5rem;border-radius:4px}
 svg text{font:11px system-ui,sans-serif;fill:#333}
+.wide{overflow-x:auto;max-width:100%}
+.untested{background:repeating-linear-gradient(45deg,#eee,#eee 3px,#fff 3px,#fff 6px);color:#999;text-align:center}
 """
 
 
@@ -42,7 +44,8 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]], numeric_from:
         + "</tr>"
         for row in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    # a wide table scrolls inside its box instead of pushing the page sideways
+    return f"<div class='wide'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
 def hbar_chart(
