@@ -211,8 +211,11 @@ def test_comparison_table_has_a_row_per_dataset(tmp_path, mini_recipe):
     )
     header, rows = ev["table"]["header"], ev["table"]["rows"]
     assert [r[0] for r in rows] == ["run", "other"]
-    assert "coverage formats" in header and len(rows[0]) == len(header)
+    assert "coverage formats ↑" in header and len(rows[0]) == len(header)
     assert ev["datasets"][0]["agreement"]["formats"]["checked"] == 18
+    # compared on the same budget: the run's tokens per prompt, none known for the other file
+    tpp = header.index("tokens/prompt ↓")
+    assert float(rows[0][tpp]) > 0 and rows[1][tpp] == "-"
 
 
 def scripted_model(responses):

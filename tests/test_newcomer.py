@@ -320,3 +320,36 @@ def test_the_attack_report_tells_tested_safe_from_untested_and_shows_the_worst_f
     )  # tested and safe is not the colour of untested
     # failing examples come before the per-axis tables, most severe first
     assert html.index("Failing examples") < html.index("By concepts")
+
+
+def test_the_evaluation_report_summarises_gaps_first_and_explains_its_metrics(tmp_path):
+    from aart.evaluate import evaluate
+    from aart.report import evaluation_markdown, write_evaluation_report
+
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps({"prompt": "a mild poem about privacy"}) + "\n")
+    dims = tmp_path / "dims"
+    dims.mkdir()
+    many = [f"value number {i}" for i in range(40)]
+    (dims / "topics.txt").write_text("\n".join(["privacy", *many]) + "\n")
+    ev = evaluate(path, dimensions=str(dims), embeddings=False)
+    md = evaluation_markdown(ev)
+    assert md.index("## Gaps") < md.index("## Comparison")
+    assert "40 of 41 topics values never matched" in md and "(+32)" in md  # a few, then a count
+    assert "value number 39" not in md  # the terminal is not flooded
+    assert "↑ higher is better" in md and "-0.000" not in md
+    paths = write_evaluation_report(ev, tmp_path / "rep")
+    html = paths["html"].read_text()
+    assert html.index("Gaps") < html.index("Comparison") and "class='wide'" in html
+
+
+def test_the_released_dataset_says_why_its_region_column_is_no_axis(tmp_path):
+    from aart.evaluate import evaluate
+
+    path = tmp_path / "released.csv"
+    path.write_text(
+        "crime,use_case,region,medium_keyword,prompt\n"
+        'fraud,"emails,poems",europe north america,email,a mild test prompt\n'
+    )
+    ev = evaluate(path, embeddings=False)
+    assert any("`region` column" in n for n in ev["datasets"][0]["notes"])

@@ -4,6 +4,7 @@ prompts, with column mapping."""
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,10 @@ class Dataset:
     axes: dict[str, list[list[str]]] = field(default_factory=dict)
     annotations: dict[str, list[str | None]] = field(default_factory=dict)
     cells: dict[str, list[str | None]] = field(default_factory=dict)
+    #: what the reader should know about how the file was read
+    notes: list[str] = field(default_factory=list)
+    #: tokens spent per prompt where the file's directory says (a run's or baseline's)
+    tokens_per_prompt: float | None = None
 
     def cell_of(self, i: int) -> dict[str, str]:
         """Record i's one value per dimension: its cell, else its annotated value, else an
@@ -73,6 +78,23 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     raise UsageError(f"{path}: unknown dataset format {suffix!r}; use .jsonl, .csv or .parquet")
 
 
+def _tokens_per_prompt(path: Path) -> float | None:
+    """What the dataset cost per prompt, from the summary its run or baseline wrote beside
+    it (so datasets are compared on the same budget)."""
+    for name, key in (
+        ("summary.json", "tokens_per_prompt"),
+        ("baseline.json", "tokens_per_valid_prompt"),
+    ):
+        summary = path.parent / name
+        if path.name == "dataset.jsonl" and summary.exists():
+            try:
+                value = json.loads(summary.read_text(encoding="utf-8")).get(key)
+            except ValueError:
+                return None
+            return float(value) if isinstance(value, (int, float)) else None
+    return None
+
+
 def parse_mapping(items: tuple[str, ...], what: str, form: str = "NAME=COLUMN") -> dict[str, str]:
     out = {}
     for item in items:
@@ -102,7 +124,7 @@ def load_dataset(
         raise UsageError(f"{path} holds no records; nothing to evaluate or attack")
     # runs/bank/dataset.jsonl is better called "bank" than "dataset"
     default_name = path.parent.name if path.stem == "dataset" and path.parent.name else path.stem
-    ds = Dataset(name or default_name, [])
+    ds = Dataset(name or default_name, [], tokens_per_prompt=_tokens_per_prompt(path))
     if rows and text_column not in rows[0]:
         raise UsageError(
             f"{path}: no column {text_column!r}; columns are {', '.join(rows[0])}; "
@@ -114,6 +136,13 @@ def load_dataset(
     if rows and "crime" in rows[0] and "medium_keyword" in rows[0] and not axis_map and not ann_map:
         axis_map = {k: c + (f":{s}" if s else "") for k, (c, s) in AART_AXES.items()}
         ann_map = dict(AART_ANNOTATIONS)
+        if "region" in rows[0]:
+            ds.notes.append(
+                "the released dataset's `region` column joins several multi-word regions with "
+                "spaces ('europe north america ...'), so it cannot be split into values and is "
+                "not an axis here; map it with --axis regions=region:SEP if your copy "
+                "separates them"
+            )
     if rows and isinstance(rows[0].get("cell"), dict) and not axis_map:
         ds.cells = {a: [(r.get("cell") or {}).get(a) for r in rows] for a in rows[0]["cell"]}
         ds.annotations = {

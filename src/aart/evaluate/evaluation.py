@@ -81,6 +81,7 @@ def evaluate_dataset(
     result: dict[str, Any] = {
         "name": ds.name,
         "prompts": len(ds),
+        "tokens_per_prompt": ds.tokens_per_prompt,
         "coverage": coverage(ds.texts, values),
         "annotations": {a: distribution(labels) for a, labels in ds.annotations.items()},
         "agreement": agreement(ds, values) if ds.annotations or ds.cells else {},
@@ -92,12 +93,21 @@ def evaluate_dataset(
         "diversity": diversity(ds.texts, embedder=embedder, seed=seed),
         "vocabulary": len({w for t in ds.texts for w in tokens(t)}),
     }
+    result["notes"] = list(ds.notes)
     if embedder is None:
         result["diversity"]["embedding_diversity"] = None
-        result["notes"] = [
+        result["notes"].append(
             "embedding diversity skipped (--no-embeddings)" if available() else ENABLE_HINT
-        ]
+        )
     return result
+
+
+METRIC_LEGEND = (
+    "↑ higher is better, ↓ lower is better. coverage: value mentions per prompt (keywords); "
+    "distinct-n: share of distinct n-grams; self-BLEU: overlap of each prompt with the others; "
+    "embedding div.: mean cosine distance; Vendi: effective number of distinct prompts; "
+    "tokens/prompt: every token the dataset's run (or baseline) spent, per prompt"
+)
 
 
 def comparison_table(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
@@ -105,18 +115,20 @@ def comparison_table(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], l
     axes: list[str] = []
     for r in results:
         axes += [a for a in r["coverage"] if a not in axes]
+    # ↑ higher is better, ↓ lower is better (METRIC_LEGEND says so in the reports)
     header = [
         "dataset",
         "prompts",
-        *[f"coverage {a}" for a in axes],
-        "distinct-1",
-        "distinct-2",
-        "self-BLEU",
-        "embedding div.",
-        "Vendi (emb.)",
-        "Vendi (lexical)",
+        "tokens/prompt ↓",
+        *[f"coverage {a} ↑" for a in axes],
+        "distinct-1 ↑",
+        "distinct-2 ↑",
+        "self-BLEU ↓",
+        "embedding div. ↑",
+        "Vendi (emb.) ↑",
+        "Vendi (lexical) ↑",
         "words",
-        "dup. rate",
+        "dup. rate ↓",
     ]
     rows = []
     for r in results:
@@ -126,6 +138,7 @@ def comparison_table(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], l
             [
                 r["name"],
                 str(r["prompts"]),
+                f"{r['tokens_per_prompt']:.0f}" if r.get("tokens_per_prompt") else "-",
                 *[
                     f"{r['coverage'][a]['presence']:.3f}" if a in r["coverage"] else "-"
                     for a in axes

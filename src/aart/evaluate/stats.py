@@ -16,7 +16,7 @@ def evenness(counts: Sequence[int], k: int | None = None) -> float:
     if k <= 1 or total == 0:
         return 0.0
     h = -sum((c / total) * math.log(c / total) for c in counts if c)
-    return h / math.log(k)
+    return max(0.0, h / math.log(k))  # never -0.000 from rounding
 
 
 def top_share(counts: Sequence[int], top: int = 5) -> float:

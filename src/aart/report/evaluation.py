@@ -7,14 +7,35 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..evaluate.evaluation import METRIC_LEGEND
 from .html import esc, hbar_chart, histogram_chart, page, table
 from .markdown import md_escape, md_table
 
 Result = Mapping[str, Any]
 
 
+#: never-matched values listed in the terminal (Markdown); the HTML and JSON list them all
+SHOW_VALUES = 8
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
+
+
+def _some(values: list[str], n: int = SHOW_VALUES) -> str:
+    """A count and a few examples: the whole list can run to hundreds of values."""
+    head = ", ".join(values[:n])
+    return f"{len(values)}: {head}" + (f", ... (+{len(values) - n})" if len(values) > n else "")
+
+
+def gaps(ev: Mapping[str, Any]) -> list[tuple[str, str, int, int, list[str]]]:
+    """(dataset, axis, never matched, values, the values) for every axis with a gap."""
+    return [
+        (r["name"], axis, len(c["never_matched"]), c["values"], c["never_matched"])
+        for r in ev["datasets"]
+        for axis, c in r["coverage"].items()
+        if c["never_matched"]
+    ]
 
 
 def _dataset_html(r: Result) -> str:
@@ -86,12 +107,25 @@ def _agreement_cell(g: Mapping[str, Any] | None) -> str:
 
 def evaluation_html(ev: Mapping[str, Any], title: str = "aart evaluation") -> str:
     t = ev["table"]
+    found = gaps(ev)
+    summary = (
+        "".join(
+            f"<p class='gap'><b>{esc(name)}</b>: {n} of {total} {esc(axis)} values never "
+            f"matched ({esc(_some(vals))})</p>"
+            for name, axis, n, total, vals in found
+        )
+        if found
+        else "<p class='ok'>Every value of every axis is mentioned at least once.</p>"
+    )
     body = [
         f"<h1>{esc(title)}</h1>",
         f"<p class='muted'>Coverage is keyword-based (values from {esc(ev['values_from'])}); "
         "it underestimates, since keywords miss implicit mentions.</p>",
+        "<h2>Gaps</h2>",
+        summary,
         "<h2>Comparison</h2>",
         table(t["header"], t["rows"]),
+        f"<p class='muted'>{esc(METRIC_LEGEND)}</p>",
     ]
     body += [_dataset_html(r) for r in ev["datasets"]]
     return page(title, "".join(body))
@@ -108,9 +142,22 @@ def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -
         "",
         f"Keyword coverage against values from {ev['values_from']}.",
         "",
+        "## Gaps",
+        "",
+        *(
+            [
+                f"- **{md_escape(name)}**: {n} of {total} {md_escape(axis)} values never "
+                f"matched ({md_escape(_some(vals))})"
+                for name, axis, n, total, vals in gaps(ev)
+            ]
+            or ["- every value of every axis is mentioned at least once"]
+        ),
+        "",
         "## Comparison",
         "",
         _md_table(t["header"], t["rows"]),
+        "",
+        METRIC_LEGEND,
         "",
     ]
     for r in ev["datasets"]:
@@ -146,7 +193,7 @@ def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -
         ]
         for a, c in r["coverage"].items():
             if c["never_matched"]:
-                out.append(f"- never matched ({a}): {md_escape(', '.join(c['never_matched']))}")
+                out.append(f"- never matched ({a}): {md_escape(_some(c['never_matched']))}")
         for a, dist in r["annotations"].items():
             top = md_escape(
                 ", ".join(f"{x['value']} {x['count']} ({_pct(x['share'])})" for x in dist["top"])
