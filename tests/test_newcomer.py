@@ -353,3 +353,45 @@ def test_the_released_dataset_says_why_its_region_column_is_no_axis(tmp_path):
     )
     ev = evaluate(path, embeddings=False)
     assert any("`region` column" in n for n in ev["datasets"][0]["notes"])
+
+
+def test_one_view_per_value_says_why_a_value_is_missing(tmp_path, fake_server):
+    text = (
+        MINI_RECIPE.replace(
+            "default: fake/test",
+            f"default: openai/fake\n  base_url: {fake_server.base_url}\n  max_retries: 0",
+        )
+        .replace(
+            "  queries_per_attempt: 3\n",
+            "  queries_per_attempt: 3\n  filters:\n    formats: {drop: [story]}\n",
+        )
+        .replace("  min_words: 2\n", "  min_words: 2\n  max_topups: 0\n")
+    )
+    recipe, out = write_recipe(tmp_path, text), tmp_path / "run"
+    aart.define(recipe, out)
+    plan = aart.scope(out)
+    assert any(
+        "formats: 3 of 4 values planned" in line and "1 filtered out" in line
+        for line in plan.summary_lines()
+    )
+    # the mix is edited so that no cell asks for a how-to
+    bp = out / "blueprint.jsonl"
+    bp.write_text(bp.read_text().replace('"how-to"', '"email"'))
+    # and every call for one concept fails for good: planned, but missing from the dataset
+    fake_server.on_text("privacy leaks", {"status": 400, "body": {"error": {"message": "bad"}}})
+    aart.generate(out)
+    view = aart.values(out)
+    status = {(d, r["value"]): r["status"] for d, rows in view.items() for r in rows}
+    assert status[("formats", "story")] == "filtered out"
+    assert status[("formats", "how-to")] == "never planned"
+    assert status[("concepts", "privacy leaks")] == "planned but missing"
+    assert status[("concepts", "rule breaking")] == "ok"
+    row = next(r for r in view["concepts"] if r["value"] == "rule breaking")
+    assert row["planned"] == 6 and row["generated"] == 6 and row["mentioned"] >= 6
+    r = cli("values", out)
+    assert r.returncode == 0 and "filtered out" in r.stdout and "never planned" in r.stdout
+    # evaluate no longer calls a filtered-out value a gap of the data
+    from aart.evaluate import evaluate
+
+    ev = evaluate(out / "dataset.jsonl", run=str(out), embeddings=False)
+    assert "story" not in ev["datasets"][0]["coverage"]["formats"]["never_matched"]

@@ -23,6 +23,7 @@ from .pipeline import (  # noqa: E402
     run,
     scope,
     topup,
+    values,
 )
 
 __all__ = [
@@ -38,4 +39,5 @@ __all__ = [
     "run",
     "scope",
     "topup",
+    "values",
 ]

@@ -397,6 +397,16 @@ def topup(
         )
 
 
+def values(run_dir: str | Path, *, attack: str | Path | None = None) -> dict[str, Any]:
+    """Per dimension and value: planned, generated, mentioned and attacked (with ``attack``,
+    an attack's --out), and the status of a value that did not get there: filtered out,
+    never planned, planned but missing."""
+    from .steps.values_view import value_view
+
+    with Run.open(run_dir, lock=False) as run:
+        return value_view(run, attack)
+
+
 def _untested(findings: Findings, ds: Path, recipe: str | Path | None) -> dict[str, list[str]]:
     """Per axis, the values of the run's dimension files (for a dataset inside a run) or the
     recipe's explicit values that no attacked prompt had."""
@@ -478,4 +488,5 @@ __all__ = [
     "run",
     "scope",
     "topup",
+    "values",
 ]

@@ -12,7 +12,7 @@ from ..errors import AartError
 from .attack_cmd import attack_command, rejudge_command
 from .endpoints_cmd import endpoints_command
 from .evaluate_cmd import evaluate_command
-from .extra_cmd import baseline_command, topup_command
+from .extra_cmd import baseline_command, topup_command, values_command
 from .recipes_cmd import init_command, recipes_command
 from .run_cmd import run_command
 from .steps_cmd import define_command, generate_command, scope_command
@@ -34,6 +34,7 @@ for command in (
     attack_command,
     rejudge_command,
     topup_command,
+    values_command,
     baseline_command,
     recipes_command,
     init_command,

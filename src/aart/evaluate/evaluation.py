@@ -50,12 +50,13 @@ def resolve_values(
 ) -> tuple[dict[str, list[Value]], str]:
     """Value lists for coverage, and where they came from."""
     if run:
+        from ..steps.scope import scoped_values
         from ..store.rundir import Run
 
         with Run.open(run, lock=False) as r:
-            return {
-                n: r.read_dimension(n) for n in r.recipe.dimensions if r.dimension_path(n).exists()
-            }, f"run {run}"
+            # the values the run kept: what its scope filters took out is no gap of the data
+            # (`aart values RUN` shows them, as filtered out)
+            return scoped_values(r), f"run {run} (after its scope filters)"
     if recipe:
         rec = load_recipe(recipe).recipe
         vals = {n: list(d.values) for n, d in rec.dimensions.items() if d.values}

@@ -107,6 +107,11 @@ class Plan:
     cost: float
     model: str
     uses: dict[str, Counter[str]] = field(default_factory=dict)
+    #: per dimension: values in its file, values the scope filters took out, and the kept
+    #: values the mix never planned
+    available: dict[str, int] = field(default_factory=dict)
+    filtered_out: dict[str, list[str]] = field(default_factory=dict)
+    unplanned: dict[str, list[str]] = field(default_factory=dict)
 
     def summary_lines(self) -> list[str]:
         lines = [
@@ -116,10 +121,17 @@ class Plan:
         ]
         for axis, c in self.uses.items():
             counts = sorted(c.values())
+            total = self.available.get(axis, len(c))
+            line = f"  {axis}: {len(c)} of {total} values planned"
             if counts:
-                lines.append(
-                    f"  {axis}: {len(c)} values, queries per value min {counts[0]} max {counts[-1]}"
-                )
+                line += f", queries per value min {counts[0]} max {counts[-1]}"
+            if self.filtered_out.get(axis):
+                line += f"; {len(self.filtered_out[axis])} filtered out"
+            if self.unplanned.get(axis):
+                shown = ", ".join(self.unplanned[axis][:5])
+                more = len(self.unplanned[axis]) - 5
+                line += f"; never planned: {shown}" + (f" (+{more})" if more > 0 else "")
+            lines.append(line)
         return lines
 
 
@@ -178,5 +190,12 @@ def scope_run(run: Run, model_name: str, *, force: bool = False) -> Plan:
         tmp.write_text("".join(json.dumps(a, ensure_ascii=False) + "\n" for a in blueprint))
         tmp.replace(path)
     plan = estimate(run, blueprint, model_name)
+    kept = scoped_values(run)
+    for name in run.recipe.dimensions:
+        every = [v.value for v in run.read_dimension(name)]
+        scoped = {v.value for v in kept[name]}
+        plan.available[name] = len(every)
+        plan.filtered_out[name] = [v for v in every if v not in scoped]
+        plan.unplanned[name] = [v for v in every if v in scoped and not plan.uses[name][v]]
     check_budget(run, plan)
     return plan
