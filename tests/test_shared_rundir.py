@@ -105,6 +105,7 @@ def test_a_failed_start_does_not_lock_the_run_to_its_recipe(tmp_path, monkeypatc
     broken = MINI_RECIPE.replace("default: fake/test", "default: openai/gpt-4o-mini")
     with pytest.raises(UsageError, match="needs an API key"):
         aart.run(write_recipe(tmp_path, broken, "r.yaml"), out=out)
+    assert not out.exists()  # nothing is created before the first step can start
     fixed = write_recipe(tmp_path, MINI_RECIPE, "r.yaml")
     assert aart.run(fixed, out=out).stats.prompts == 18  # nothing was spent: the fix is taken
     # once work is paid for, another recipe is refused, saying what differs

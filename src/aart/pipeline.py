@@ -19,7 +19,7 @@ from .llm.providers.base import provider_names
 from .recipe import load_recipe
 from .redteam.findings import Findings
 from .steps.baseline import BaselineStats, load_pool, run_baseline
-from .steps.common import recipe_budget, recipe_prices, run_models
+from .steps.common import preflight, recipe_budget, recipe_prices, run_models
 from .steps.define import define_report, define_run
 from .steps.dryrun import dry_run
 from .steps.generate import GenerateStats, generate_run
@@ -78,6 +78,7 @@ def define(
 ) -> dict[str, int]:
     """Step 1: enumerate each dimension's values into ``OUT/dimensions/*.yaml``. ``base_url``
     overrides the recipe's endpoint (and, being the user's choice, receives OPENAI_API_KEY)."""
+    preflight(load_recipe(recipe, size).recipe, model, base_url)
     with Run.create_or_resume(out or default_out(recipe, size), recipe, size) as run:
         return _define(run, model, no_cache, base_url, force)
 
@@ -189,6 +190,7 @@ def run(
     start = time.perf_counter()
     root = Path(out or default_out(recipe, size))
     _check_planned_budget(recipe, model, size)
+    preflight(load_recipe(recipe, size).recipe, model, base_url)  # before creating anything
     with Run.create_or_resume(root, recipe, size) as r:
         before = r.db.call_totals()
         dims = _define(r, model, no_cache, base_url)

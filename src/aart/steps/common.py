@@ -7,6 +7,7 @@ from typing import Any
 from ..llm import Budget, ModelOptions, Price
 from ..llm.endpoints import DEFAULT_KEY_ENV
 from ..llm.factory import ModelFactory
+from ..llm.providers.base import create_api
 from ..recipe import Recipe
 from ..store.rundir import Run
 
@@ -33,6 +34,16 @@ def model_options(recipe: Recipe, base_url: str | None = None) -> ModelOptions:
         key_named=m.api_key_env is not None,
         bound=((base_url, DEFAULT_KEY_ENV),) if base_url else (),
     )
+
+
+def preflight(recipe: Recipe, model: str | None, base_url: str | None = None) -> None:
+    """Build (and drop) every model a run will use, so a missing key, an unknown provider or
+    a secret bound to no host fails before the run directory is created."""
+    stages = ["define", "generate"]
+    if any(d.verify == "llm" for d in recipe.dimensions.values()):
+        stages.append("verify")
+    for stage in stages:
+        create_api(model or recipe.models.for_stage(stage), model_options(recipe, base_url))
 
 
 def recipe_prices(recipe: Recipe) -> dict[str, Price]:
