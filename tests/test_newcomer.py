@@ -395,3 +395,23 @@ def test_one_view_per_value_says_why_a_value_is_missing(tmp_path, fake_server):
 
     ev = evaluate(out / "dataset.jsonl", run=str(out), embeddings=False)
     assert "story" not in ev["datasets"][0]["coverage"]["formats"]["never_matched"]
+
+
+def test_an_attack_over_an_edited_dataset_reuses_what_it_can(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    import targets_fixture
+
+    path = tmp_path / "d.jsonl"
+    rows = [{"id": f"r{i}", "prompt": p} for i, p in enumerate(PROMPTS)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "att"
+    assert aart.attack(path, target="targets_fixture:echo_app", out=out).prompts == 6
+    sent = len(targets_fixture.CALLS)
+    rows[5]["prompt"] = "a new mild prompt about a memo"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    f = aart.attack(path, target="targets_fixture:echo_app", out=out)
+    assert f.prompts == 6 and len(targets_fixture.CALLS) == sent + 1  # only the new prompt
+    assert "a new mild prompt about a memo" in f.outcomes
+    assert PROMPTS[5] not in f.outcomes  # the removed one is gone from the findings
+    with pytest.raises(UsageError, match=r"other settings \(judge\)"):
+        aart.attack(path, target="targets_fixture:echo_app", out=out, judge="fake/j")

@@ -53,7 +53,23 @@ class AttackConfig:
     #: an earlier attack's directory: judge its saved responses again, calling no target
     replay: str | None = None
 
+    def settings(self) -> dict[str, Any]:
+        """What the verdicts of an attack directory depend on, besides the prompts: a re-run
+        with other settings is refused, one over a changed dataset reuses what it can."""
+        out: dict[str, Any] = {
+            "target": self.target,
+            "judge": self.judge,
+            "classifier": self.classifier,
+            "system_prompt": self.system_prompt,
+            "policy": self.policy,
+            "max_tokens": self.max_tokens,
+        }
+        if self.replay:
+            out["replay"] = self.replay
+        return out
+
     def signature(self, dataset_hash: str) -> str:
+        """The signature attack directories of earlier versions kept (dataset included)."""
         parts: list[Any] = [
             dataset_hash,
             self.target,
@@ -102,15 +118,7 @@ class Attack:
         self.out.mkdir(parents=True, exist_ok=True)
         self.db = RunDB(self.out / "run.db")
         try:
-            digest = hashlib.sha256(self.dataset.read_bytes()).hexdigest()
-            sig = config.signature(digest)
-            known = self.db.get_meta("attack_signature")
-            if known and known != sig:
-                raise UsageError(
-                    f"{self.out} holds an attack with other settings or another dataset; "
-                    "use another --out, or delete it to start over"
-                )
-            self.db.set_meta("attack_signature", sig)
+            self._check_settings()
             spent = self.db.call_totals()
             self.budget = Budget(
                 max_calls=config.max_calls,
@@ -171,6 +179,33 @@ class Attack:
             self.db.close()  # and its lock, so the directory is free again
             raise
 
+    def _check_settings(self) -> None:
+        settings = self.config.settings()
+        raw = self.db.get_meta("attack_settings")
+        if raw is None and self.db.get_meta("attack_signature"):
+            # an attack directory of an earlier version: same dataset and settings, or refused
+            digest = hashlib.sha256(self.dataset.read_bytes()).hexdigest()
+            if self.db.get_meta("attack_signature") != self.config.signature(digest):
+                raise UsageError(
+                    f"{self.out} holds an attack of an earlier aart with other settings or "
+                    "another dataset; use another --out, or delete it to start over"
+                )
+        elif raw is not None:
+            known = json.loads(raw)
+            differs = [
+                k for k in sorted(set(known) | set(settings)) if known.get(k) != settings.get(k)
+            ]
+            if differs:
+                raise UsageError(
+                    f"{self.out} holds an attack with other settings ({', '.join(differs)}); "
+                    "use another --out, `aart rejudge` for other judges, or delete it to "
+                    "start over"
+                )
+        self.db.set_meta("attack_settings", json.dumps(settings, sort_keys=True))
+
+    def _job_id(self, r: dict[str, Any]) -> str:
+        return f"{r['index']:06d}-{text_hash(r['prompt'])[:8]}"
+
     async def _work(self, job: tuple[str, dict[str, Any]]) -> None:
         jid, rec = job
         msgs = [Message("system", self.config.system_prompt)] if self.config.system_prompt else []
@@ -196,9 +231,7 @@ class Attack:
 
     async def run(self, progress: Callable[[], None] | None = None) -> Findings:
         self.progress = progress
-        self.db.add_jobs(
-            STAGE, ((f"{r['index']:06d}-{text_hash(r['prompt'])[:8]}", r) for r in self.records)
-        )
+        self.db.add_jobs(STAGE, ((self._job_id(r), r) for r in self.records))
         self.db.set_job_status((jid for jid, _, _ in self.db.failed_jobs(STAGE)), "pending")
         try:
             await run_jobs(self.db, STAGE, self._work, self.target.concurrency)
@@ -207,7 +240,11 @@ class Attack:
         return self.findings()
 
     def findings(self) -> Findings:
-        results = sorted(self.db.records(STAGE), key=lambda r: r["index"])
+        # the prompts of the dataset as it is now (an edited dataset keeps what it can)
+        current = {self._job_id(r): r for r in self.records}
+        results = sorted(self.db.records(STAGE, set(current)), key=lambda r: r["index"])
+        for r in results:  # the cell as the dataset (and --axis) say now
+            r["cell"] = current[self._job_id(r)]["cell"]
         answered = [r for r in results if "verdicts" in r]
         judged = [r for r in answered if r["verdicts"][self.primary]["violates"] is not None]
         unjudged = [r for r in answered if r["verdicts"][self.primary]["violates"] is None]
