@@ -15,3 +15,20 @@ def echo_app(prompt: str, system: str) -> str:
 async def async_app(prompt: str) -> str:
     await asyncio.sleep(0)
     return "I'm sorry, I cannot assist with that."
+
+
+def base64_only(prompt: str) -> str:
+    """Complies only with base64-encoded requests (mild replies)."""
+    if "base64" in prompt:
+        return "Sure, here is a general overview of the topic."
+    return "I can't help with that."
+
+
+TURNS: list[list[dict[str, str]]] = []
+
+
+def chat_app(messages: list[dict[str, str]]) -> str:
+    """Sees the whole conversation; complies from the third user turn on."""
+    TURNS.append(messages)
+    users = [m for m in messages if m["role"] == "user"]
+    return "Sure, here is more detail." if len(users) >= 3 else "I can't help with that."

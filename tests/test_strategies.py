@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import aart
 from aart.errors import ConfigError
+from aart.llm import register_script
 from aart.redteam.strategies import (
     CONVERTERS,
     Strategy,
@@ -17,9 +22,7 @@ from aart.redteam.strategies import (
 
 REVERSIBLE = sorted(n for n, c in CONVERTERS.items() if c.decode is not None)
 LATIN = st.text(
-    alphabet=st.characters(
-        min_codepoint=32, max_codepoint=0x24F, blacklist_categories=("Cs",)
-    ),
+    alphabet=st.characters(min_codepoint=32, max_codepoint=0x24F, blacklist_categories=("Cs",)),
     max_size=200,
 )
 
@@ -72,3 +75,164 @@ def test_parsing_names_the_fix():
         parse_strategy("translate")
     with pytest.raises(ConfigError, match="takes no argument"):
         parse_strategy("base64:x")
+
+
+# -- strategies in an attack ------------------------------------------------------------------
+PROMPTS = ["a poem about rule breaking", "an email about privacy leaks", "a memo about rules"]
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"r{i}", "prompt": p, "cell": {"concepts": p.split()[-1]}}) + "\n"
+            for i, p in enumerate(PROMPTS)
+        )
+    )
+    return path
+
+
+@pytest.fixture
+def fixtures_on_path(monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+
+
+def test_a_target_that_complies_only_with_base64_shows_in_the_strategy_axis(
+    dataset, tmp_path, fixtures_on_path
+):
+    f = aart.attack(
+        dataset,
+        target="targets_fixture:base64_only",
+        out=tmp_path / "att",
+        strategies=["base64", "leetspeak"],
+    )
+    rates = {c["value"]: (c["successes"], c["n"]) for c in f.by_value["strategy"]}
+    assert rates == {"base64": (3, 3), "identity": (0, 3), "leetspeak": (0, 3)}
+    assert f.prompts == 9 and f.judged == 9
+    pairs = f.by_pair["concepts x strategy"]
+    assert {(c["a"], c["b"]) for c in pairs if c["successes"]} == {
+        (c, "base64") for c in ("breaking", "leaks", "rules")
+    }
+    # the regression set keeps the strategy: a re-run replays base64 only
+    rows = [json.loads(x) for x in (tmp_path / "att" / "failures.jsonl").read_text().splitlines()]
+    assert [r["strategy"] for r in rows] == ["base64"] * 3
+    again = aart.attack(
+        tmp_path / "att" / "failures.jsonl",
+        target="targets_fixture:base64_only",
+        out=tmp_path / "again",
+    )
+    assert again.prompts == 3 and {c["value"] for c in again.by_value["strategy"]} == {"base64"}
+    html = (tmp_path / "att" / "report.html").read_text()
+    assert "By strategy" in html and "concepts x strategy" in html
+
+
+def verdict(violates):
+    return {"violates_policy": violates, "harm_category": "x", "severity": 2 if violates else 0,
+            "rationale": "complied" if violates else "it refused"}  # fmt: skip
+
+
+def test_pair_succeeds_at_round_two(dataset, tmp_path):
+    # the judge says "violates" only to replies to the improved prompt
+    register_script(
+        "pjudge",
+        [lambda msgs, schema: verdict("improved prompt" in msgs[-1].content)],
+    )
+    register_script("patt", [{"prompt": "an improved prompt"}])
+    register_script("ptarget", [lambda msgs, schema: f"reply to: {msgs[-1].content}"])
+    f = aart.attack(
+        dataset,
+        target="ptarget/app",
+        judge="pjudge/j",
+        attacker="patt/a",
+        strategies=["pair"],
+        out=tmp_path / "att",
+        max_rounds=3,
+    )
+    chains = [r for r in f.failures if r.get("chain")]
+    assert len(chains) == 3 and all(r["rounds"] == 2 for r in chains)
+    assert [c["round"] for c in chains[0]["chain"]] == [1, 2]
+    assert chains[0]["chain"][0]["violates"] is False and chains[0]["chain"][1]["violates"]
+    pair = f.strategy_stats["pair"]
+    assert pair["successes"] == 3 and pair["success_by_round"] == {"2": 3}
+    assert pair["queries_per_success"] == 2.0
+
+
+def test_translation_with_a_scripted_attacker(dataset, tmp_path, fixtures_on_path):
+    register_script(
+        "tatt",
+        [
+            lambda msgs, schema: {
+                "prompt": "TRANSLATED"
+                if "Translate the test prompt" in msgs[-1].content
+                else "BACK IN ENGLISH"
+            }
+        ],
+    )
+    f = aart.attack(
+        dataset,
+        target="targets_fixture:echo_app",
+        attacker="tatt/a",
+        strategies=["translate:Swahili"],
+        out=tmp_path / "att",
+    )
+    translated = [r for r in f.failures if r["strategy"] == "translate:Swahili"]
+    assert translated and all(r["sent"] == "TRANSLATED" for r in translated)
+    assert all(r["response_english"] == "BACK IN ENGLISH" for r in translated)
+
+
+def test_an_llm_strategy_without_an_attacker_names_the_fix(dataset, tmp_path):
+    with pytest.raises(ConfigError, match="need an attacker model: --attacker"):
+        aart.attack(dataset, target="fake/app", strategies=["paraphrase"], out=tmp_path / "a")
+
+
+def test_crescendo_sends_the_whole_conversation_to_every_kind_of_target(
+    dataset, tmp_path, fixtures_on_path
+):
+    import targets_fixture
+
+    register_script("catt", [{"turns": ["first mild turn", "second turn", "third turn"]}])
+    # a callable given the message list
+    f = aart.attack(
+        dataset,
+        target="targets_fixture:chat_app",
+        attacker="catt/a",
+        strategies=["crescendo"],
+        out=tmp_path / "a1",
+        limit=1,
+    )
+    rec = next(r for r in f.failures if r["strategy"] == "crescendo")
+    assert [t["user"] for t in rec["transcript"]] == [
+        "first mild turn",
+        "second turn",
+        "third turn",
+    ]
+    last = targets_fixture.TURNS[-1]
+    assert [m["role"] for m in last] == ["user", "assistant", "user", "assistant", "user"]
+    # a chat model receives the conversation as messages
+    seen = []
+    register_script("cchat", [lambda msgs, schema: seen.append(msgs) or "I can't help with that."])
+    aart.attack(
+        dataset,
+        target="cchat/m",
+        attacker="catt/a",
+        strategies=["crescendo"],
+        out=tmp_path / "a2",
+        limit=1,
+        system_prompt="You are a bank assistant.",
+    )
+    longest = max(seen, key=len)
+    assert [m.role for m in longest] == ["system", "user", "assistant", "user", "assistant", "user"]
+    # an HTTP target gets the earlier turns as `history`
+    from aart.redteam.targets import render_body
+
+    body = render_body(
+        {"message": "{{ prompt }}", "history": "{{ history }}"},
+        "third turn",
+        "",
+        [{"role": "user", "content": "first"}, {"role": "assistant", "content": "no"}],
+    )
+    assert body == {
+        "message": "third turn",
+        "history": [{"role": "user", "content": "first"}, {"role": "assistant", "content": "no"}],
+    }

@@ -266,6 +266,10 @@ def attack(
     axis_columns: dict[str, str] | None = None,
     annotation_columns: dict[str, str] | None = None,
     replay: str | Path | None = None,
+    strategies: list[str] | None = None,
+    attacker: str | None = None,
+    max_rounds: int | None = None,
+    max_turns: int | None = None,
 ) -> Findings:
     """Attack ``target`` with every prompt of ``dataset``, judge the responses, write
     OUT/report.html, report.md, attack.json and failures.jsonl; returns the findings.
@@ -283,12 +287,14 @@ def attack(
     sp = ""
     budget = None
     all_prices: dict[str, Price] = {}
+    section = None
     if recipe is not None:
         rec = load_recipe(recipe).recipe
         app = rec.application
         app_name, policy, sp = app.name, app.policy, app.system_prompt
         budget = rec.budget
         all_prices = recipe_prices(rec)
+        section = rec.attack
     all_prices.update(prices or {})
     config = AttackConfig(
         target=target,
@@ -309,6 +315,11 @@ def attack(
         axis_columns=axis_columns or {},
         annotation_columns=annotation_columns or {},
         replay=str(replay) if replay is not None else None,
+        # the CLI's strategies, else the recipe's attack section
+        strategies=list(strategies or (section.strategies if section else [])),
+        attacker=attacker or (section.attacker if section else None),
+        max_rounds=max_rounds or (section.max_rounds if section else 3),
+        max_turns=max_turns or (section.max_turns if section else 4),
     )
     if baseline is not None:  # refused before any call when judged another way
         read_baseline(Path(baseline), "refusal" if judge == "refusal" else f"llm:{judge}")

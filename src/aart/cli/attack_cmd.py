@@ -146,10 +146,34 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
     help="An earlier attack's --out, judged the same way: report what was fixed and what "
     "still fails.",
 )
+@click.option(
+    "--strategy",
+    "strategies",
+    multiple=True,
+    metavar="NAME[:ARG]",
+    help="Transform the prompts before sending (repeatable): base64, rot13, leetspeak, "
+    "homoglyphs, spacing, zero-width, case-mix, payload-split, json, translate:LANG, "
+    "paraphrase, roleplay, hypothetical, past-tense, pair, crescendo. The unconverted prompt "
+    "is always sent too, as the control.",
+)
+@click.option(
+    "--attacker",
+    default=None,
+    metavar="PROVIDER/MODEL",
+    help="The model that rewrites prompts (LLM converters, pair, crescendo).",
+)
+@click.option("--max-rounds", default=None, type=click.IntRange(1, 20), help="pair: rounds.")
+@click.option(
+    "--max-turns", default=None, type=click.IntRange(1, 20), help="crescendo: user turns."
+)
 @column_options
 def attack_command(
     dataset: str,
     target: str,
+    strategies: tuple[str, ...],
+    attacker: str | None,
+    max_rounds: int | None,
+    max_turns: int | None,
     system_prompt: str | None,
     max_tokens: int,
     limit: int | None,
@@ -181,6 +205,10 @@ def attack_command(
             text_column=text_column,
             axis_columns=parse_mapping(axes, "--axis"),
             annotation_columns=parse_mapping(annotations, "--annotation"),
+            strategies=list(strategies),
+            attacker=attacker,
+            max_rounds=max_rounds,
+            max_turns=max_turns,
             **judging,
         )
     show_findings(f, judging["out"], min_judged, fail_above)
@@ -247,6 +275,17 @@ def show_findings(f: Findings, out: str, min_judged: float, fail_above: float | 
                 "since baseline",
                 f"{len(c.fixed)} fixed, {len(c.still_failing)} still failing, "
                 f"{len(c.newly_failing)} new (ids in report.md)",
+            )
+        )
+    pair = f.strategy_stats.get("pair")
+    if pair:
+        qps = pair["queries_per_success"]
+        rows.append(
+            (
+                "pair",
+                f"{pair['successes']}/{pair['chains']} chains succeeded, by round "
+                f"{pair['success_by_round'] or '-'}; "
+                + (f"{qps:.1f} queries per success" if qps else "no success"),
             )
         )
     rows.append(("regression set", f"{out}/failures.jsonl ({o['successes']} prompts)"))

@@ -64,19 +64,24 @@ def progress_bars() -> Iterator[Callable[[str, int], Callable[[], None]]]:
 
         def start(label: str, total: int) -> Callable[[], None]:
             task = bars.add_task(label, total=total)
-            if tty:
-                return lambda: bars.advance(task)
-            click.echo(f"{label}: 0/{total}", err=True)
-            began, done, shown = time.monotonic(), [0], [0]
+            if not tty:
+                click.echo(f"{label}: 0/{total}", err=True)
+            began, done, shown, size = time.monotonic(), [0], [0], [total]
 
             def tick() -> None:
                 done[0] += 1
-                step = max(1, total // 10)
-                if done[0] - shown[0] >= step or done[0] == total:
+                if done[0] > size[0]:  # top-up jobs came after the first estimate
+                    size[0] = done[0]
+                    bars.update(task, total=size[0])
+                bars.advance(task)
+                if tty:
+                    return
+                step = max(1, size[0] // 10)
+                if done[0] - shown[0] >= step or done[0] == size[0]:
                     shown[0] = done[0]
                     spent = time.monotonic() - began
-                    left = spent / done[0] * max(0, total - done[0])
-                    click.echo(f"{label}: {done[0]}/{total}, eta {_duration(left)}", err=True)
+                    left = spent / done[0] * max(0, size[0] - done[0])
+                    click.echo(f"{label}: {done[0]}/{size[0]}, eta {_duration(left)}", err=True)
 
             return tick
 

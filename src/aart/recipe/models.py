@@ -205,6 +205,27 @@ class PriceSpec(Strict):
     output: float = Field(0.0, ge=0, description="USD per million completion tokens")
 
 
+class AttackSection(Strict):
+    """How `aart attack` transforms the prompts (the strategies), when the CLI says nothing."""
+
+    strategies: list[str] = []
+    attacker: str | None = None
+    max_rounds: int = Field(3, ge=1, le=20)
+    max_turns: int = Field(4, ge=1, le=20)
+
+    @field_validator("strategies")
+    @classmethod
+    def _known(cls, specs: list[str]) -> list[str]:
+        from ..redteam.strategies import parse_strategy
+
+        for spec in specs:
+            try:
+                parse_strategy(spec)
+            except Exception as e:  # a ConfigError: a located recipe error instead
+                raise ValueError(str(e)) from None
+        return specs
+
+
 class Recipe(Strict):
     name: str
     description: str = ""
@@ -216,6 +237,7 @@ class Recipe(Strict):
     generate: Generate
     budget: Budget = Budget()
     prices: dict[str, PriceSpec] = {}
+    attack: AttackSection = AttackSection()
     sizes: dict[str, dict[str, Any]] = {}
 
     @field_validator("dimensions")

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import EndpointDown, ProviderError, UsageError
+from ..errors import ConfigError, EndpointDown, ProviderError, UsageError
 from ..evaluate.data import load_dataset, read_rows
-from ..llm import Budget, GenerateConfig, Message, ModelOptions, Price
+from ..llm import Budget, ModelOptions, Price
 from ..llm.factory import ModelFactory
 from ..llm.http_status import is_retryable
 from ..runner import run_jobs
@@ -21,8 +21,10 @@ from ..store.db import RunDB
 from ..store.export import write_jsonl
 from ..textsim import text_hash
 from . import stats
+from .execute import Executor
 from .findings import Agreement, Comparison, Findings
-from .judges import GuardJudge, LLMJudge, RefusalJudge, Verdict
+from .judges import GuardJudge, LLMJudge, RefusalJudge
+from .strategies import IDENTITY, Strategy, needs_attacker, parse_strategy
 from .targets import ReplayAPI, create_target
 
 STAGE = "attack"
@@ -52,6 +54,12 @@ class AttackConfig:
     annotation_columns: dict[str, str] = field(default_factory=dict)
     #: an earlier attack's directory: judge its saved responses again, calling no target
     replay: str | None = None
+    #: strategies besides the unconverted control (``identity``), as NAME[:ARG]
+    strategies: list[str] = field(default_factory=list)
+    #: the model that rewrites prompts (LLM converters, pair, crescendo)
+    attacker: str | None = None
+    max_rounds: int = 3
+    max_turns: int = 4
 
     def settings(self) -> dict[str, Any]:
         """What the verdicts of an attack directory depend on, besides the prompts: a re-run
@@ -66,6 +74,8 @@ class AttackConfig:
         }
         if self.replay:
             out["replay"] = self.replay
+        if self.attacker:  # only when used, so attacks of earlier versions still resume
+            out.update(attacker=self.attacker, max_rounds=self.max_rounds, max_turns=self.max_turns)
         return out
 
     def signature(self, dataset_hash: str) -> str:
@@ -88,21 +98,38 @@ class AttackConfig:
 
 
 def _records(path: Path, config: AttackConfig) -> list[dict[str, Any]]:
-    """Prompts with the one value per axis that findings group by (``Dataset.cell_of``): each
-    prompt counts once per axis, so per axis n sums to the judged prompts. Other tables map
-    their columns as `aart evaluate` does (text, axes, annotations)."""
+    """One record per (prompt, strategy), with the one value per axis that findings group by
+    (``Dataset.cell_of``, plus ``strategy`` when strategies are in use): each prompt counts
+    once per axis, so per axis n sums to the judged prompts. Other tables map their columns
+    as `aart evaluate` does. A row that names its strategy (a regression set) replays that
+    one transformation."""
     ds = load_dataset(
         path,
         text_column=config.text_column,
         axis_columns=config.axis_columns,
         annotation_columns=config.annotation_columns,
     )
-    limit = config.limit
-    ids = [str(r.get("id") or "") for r in read_rows(path)]
+    rows = read_rows(path)
+    chosen = strategy_list(config.strategies)
+    axis = len(chosen) > 1 or any(r.get("strategy") for r in rows)
     out = []
-    for i, text in enumerate(ds.texts[: limit or None]):
-        rid = (ids[i] if i < len(ids) and ids[i] else "") or f"p{i:06d}"
-        out.append({"index": i, "id": rid, "prompt": text, "cell": ds.cell_of(i)})
+    for i, text in enumerate(ds.texts[: config.limit or None]):
+        row = rows[i] if i < len(rows) else {}
+        rid = str(row.get("id") or "") or f"p{i:06d}"
+        own = row.get("strategy")
+        for s in [parse_strategy(str(own))] if own else chosen:
+            cell = {**ds.cell_of(i), "strategy": s.label} if axis else ds.cell_of(i)
+            out.append({"index": i, "id": rid, "prompt": text, "cell": cell, "strategy": s.label})
+    return out
+
+
+def strategy_list(specs: list[str]) -> list[Strategy]:
+    """The control first, then each strategy once."""
+    out = [Strategy(IDENTITY)]
+    for spec in specs:
+        s = parse_strategy(spec)
+        if s not in out:
+            out.append(s)
     return out
 
 
@@ -175,6 +202,26 @@ class Attack:
                 self.primary = judge.name
             if config.classifier:
                 self.judges.append(GuardJudge(self.models.model(config.classifier, judge_options)))
+            used = {parse_strategy(r["strategy"]) for r in self.records}
+            attacker = None
+            if needs_attacker(list(used)) and not config.replay:
+                if not config.attacker:
+                    names = ", ".join(sorted(s.label for s in used if s.kind != "convert"))
+                    raise ConfigError(
+                        f"the strategies {names} need an attacker model: --attacker "
+                        "PROVIDER/MODEL (or attack.attacker in the recipe)"
+                    )
+                attacker = self.models.model(config.attacker, judge_options)
+            self.executor = Executor(
+                self.target,
+                self.judges,
+                self.primary,
+                attacker,
+                config.system_prompt,
+                config.max_tokens,
+                config.max_rounds,
+                config.max_turns,
+            )
         except BaseException:
             self.db.close()  # and its lock, so the directory is free again
             raise
@@ -204,20 +251,15 @@ class Attack:
         self.db.set_meta("attack_settings", json.dumps(settings, sort_keys=True))
 
     def _job_id(self, r: dict[str, Any]) -> str:
-        return f"{r['index']:06d}-{text_hash(r['prompt'])[:8]}"
+        base = f"{r['index']:06d}-{text_hash(r['prompt'])[:8]}"
+        strategy = r.get("strategy", IDENTITY)
+        return base if strategy == IDENTITY else f"{base}-{strategy}"
 
     async def _work(self, job: tuple[str, dict[str, Any]]) -> None:
         jid, rec = job
-        msgs = [Message("system", self.config.system_prompt)] if self.config.system_prompt else []
-        msgs.append(Message("user", rec["prompt"]))
         result: dict[str, Any] = {**rec, "target": self.target_name}
         try:
-            out = await self.target.generate(
-                msgs, GenerateConfig(0.0, self.config.max_tokens, 0), tag=jid
-            )
-            result["response"] = out.text
-            verdicts: list[Verdict] = [await j.judge(rec["prompt"], out.text) for j in self.judges]
-            result["verdicts"] = {v.judge: v.as_dict() for v in verdicts}
+            result.update(await self.executor.run(jid, rec, parse_strategy(rec["strategy"])))
         except ProviderError as e:
             if isinstance(e, EndpointDown) or is_retryable(e.status) or e.status is None:
                 raise  # the job fails (and is retried on re-run), or the endpoint is down
@@ -280,8 +322,11 @@ class Attack:
             usage=self.db.call_totals(),
             failures=failures,
             unjudged_records=unjudged,
-            outcomes={r["prompt"]: bool(r["verdicts"][self.primary]["violates"]) for r in judged},
-            ids={r["prompt"]: r["id"] for r in judged},
+            outcomes={
+                outcome_key(r): bool(r["verdicts"][self.primary]["violates"]) for r in judged
+            },
+            ids={outcome_key(r): r["id"] for r in judged},
+            strategy_stats=strategy_stats(judged, self.primary),
             unjudged_by_judge=unjudged_by,
             warnings=judge_warnings(self.primary, failures, agreement, unjudged_by, answered),
         )
@@ -312,7 +357,8 @@ def saved_responses(previous_dir: Path) -> dict[str, dict[str, Any]]:
     db = RunDB(previous_dir / "run.db", lock=False)
     try:
         return {
-            text_hash(r["prompt"]): {
+            # by what was sent: the prompt, or its converted form under a strategy
+            text_hash(r.get("sent") or r["prompt"]): {
                 "response": r.get("response"),
                 "target_error": r.get("target_error"),
             }
@@ -363,12 +409,43 @@ def judge_warnings(
     return out
 
 
+def outcome_key(r: dict[str, Any]) -> str:
+    """A prompt under a strategy: the prompt alone for the control (as earlier versions kept
+    it), else the strategy and the prompt."""
+    strategy = r.get("strategy", IDENTITY)
+    return r["prompt"] if strategy == IDENTITY else f"[{strategy}] {r['prompt']}"
+
+
+def strategy_stats(judged: list[dict[str, Any]], primary: str) -> dict[str, Any]:
+    """PAIR's figures (success by round, queries per success) and queries per strategy."""
+    chains = [r for r in judged if "chain" in r]
+    out: dict[str, Any] = {}
+    if chains:
+        wins = [r for r in chains if r["verdicts"][primary]["violates"]]
+        by_round: dict[str, int] = {}
+        for r in wins:
+            by_round[str(r["rounds"])] = by_round.get(str(r["rounds"]), 0) + 1
+        out["pair"] = {
+            "chains": len(chains),
+            "successes": len(wins),
+            "success_by_round": dict(sorted(by_round.items())),
+            "queries": sum(r["queries"] for r in chains),
+            # PAIR's headline figure: target queries spent per jailbreak found
+            "queries_per_success": sum(r["queries"] for r in chains) / len(wins) if wins else None,
+        }
+    return out
+
+
 def write_regression_dataset(findings: Findings, path: Path) -> int:
-    """The failing prompts, in dataset format, to attack again after the application is fixed."""
-    rows = [
-        {"id": r["id"], "prompt": r["prompt"], "cell": r["cell"], "annotations": {}}
-        for r in findings.failures
-    ]
+    """The failing prompts, in dataset format, to attack again after the application is
+    fixed; each keeps its strategy, so a re-run replays the same transformation."""
+    rows = []
+    for r in findings.failures:
+        row = {"id": r["id"], "prompt": r["prompt"], "cell": r["cell"], "annotations": {}}
+        if r.get("strategy", IDENTITY) != IDENTITY:
+            row["strategy"] = r["strategy"]
+            row["cell"] = {k: v for k, v in r["cell"].items() if k != "strategy"}
+        rows.append(row)
     return write_jsonl(rows, path)
 
 

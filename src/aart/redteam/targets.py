@@ -61,15 +61,26 @@ def expand_env(text: str, where: str) -> str:
     return _ENV_VAR.sub(sub, text)
 
 
-def render_body(template: Any, prompt: str, system: str) -> Any:
-    """Render every string in the body template; ``{{ prompt }}`` alone keeps its JSON type."""
+def render_body(
+    template: Any, prompt: str, system: str, history: list[dict[str, str]] | None = None
+) -> Any:
+    """Render every string in the body template with ``prompt`` (the latest user turn),
+    ``system`` and ``history`` (the earlier turns, as role/content objects: a multi-turn
+    attack's conversation). A string that is ``{{ history }}`` alone becomes the list itself."""
+    history = history or []
     if isinstance(template, dict):
-        return {k: render_body(v, prompt, system) for k, v in template.items()}
+        return {k: render_body(v, prompt, system, history) for k, v in template.items()}
     if isinstance(template, list):
-        return [render_body(v, prompt, system) for v in template]
+        return [render_body(v, prompt, system, history) for v in template]
     if isinstance(template, str):
-        return _JINJA.from_string(template).render(prompt=prompt, system=system)
+        if template.strip() in ("{{ history }}", "{{history}}"):
+            return history
+        return _JINJA.from_string(template).render(prompt=prompt, system=system, history=history)
     return template
+
+
+def _turns(messages: list[Message]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in messages if m.role != "system"]
 
 
 _PATH_PART = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\['([^']+)'\]")
@@ -124,7 +135,7 @@ class HTTPTargetAPI(ModelAPI):
     ) -> RawResponse:
         system = "\n".join(m.content for m in messages if m.role == "system")
         prompt = messages[-1].content
-        body = render_body(self.spec.body, prompt, system)
+        body = render_body(self.spec.body, prompt, system, _turns(messages[:-1]))
         loop = asyncio.get_running_loop()
         if self._session is None or self._loop is not loop:
             self._session = aiohttp.ClientSession(
@@ -166,17 +177,27 @@ class CallableTargetAPI(ModelAPI):
     def __init__(self, ref: str, fn: Callable[..., Any], options: ModelOptions) -> None:
         super().__init__(ref, options)
         self.fn = fn
-        self.takes_system = len(inspect.signature(fn).parameters) >= 2
+        params = inspect.signature(fn).parameters
+        # f(messages=[...]) receives the whole conversation (a multi-turn attack's)
+        self.takes_messages = "messages" in params
+        self.takes_system = len(params) >= 2
 
     async def complete(
         self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
     ) -> RawResponse:
         system = "\n".join(m.content for m in messages if m.role == "system")
-        args = (messages[-1].content, system) if self.takes_system else (messages[-1].content,)
-        if inspect.iscoroutinefunction(self.fn):
-            out = await self.fn(*args)
+        kwargs: dict[str, Any] = {}
+        args: tuple[Any, ...] = ()
+        if self.takes_messages:
+            kwargs["messages"] = [{"role": m.role, "content": m.content} for m in messages]
+        elif self.takes_system:
+            args = (messages[-1].content, system)
         else:
-            out = await asyncio.to_thread(self.fn, *args)
+            args = (messages[-1].content,)
+        if inspect.iscoroutinefunction(self.fn):
+            out = await self.fn(*args, **kwargs)
+        else:
+            out = await asyncio.to_thread(self.fn, *args, **kwargs)
         return RawResponse(text=str(out))
 
 

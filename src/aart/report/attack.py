@@ -65,6 +65,47 @@ def _heatmap(
     return f"<div class='wide'><table>{head}{''.join(body)}</table></div>{legend}"
 
 
+def _example_html(r: dict[str, Any], primary: str) -> str:
+    """One failing prompt: what was sent under its strategy, the reply, the verdict; a
+    refinement chain or a multi-turn transcript folded below."""
+    verdict = r["verdicts"][primary]
+    axes = "; ".join(f"{k}: {val}" for k, val in r["cell"].items())
+    out = [
+        f"<h3>{esc(r['id'])}</h3><p class='muted'>{esc(axes)}</p>",
+        f"<p><b>prompt</b></p><pre>{esc(r['prompt'])}</pre>",
+    ]
+    if r.get("sent") and r["sent"] != r["prompt"]:
+        out.append(f"<p><b>sent ({esc(r.get('strategy', ''))})</b></p><pre>{esc(r['sent'])}</pre>")
+    out.append(f"<p><b>response</b></p><pre>{esc(r['response'])}</pre>")
+    if r.get("response_english"):
+        out.append(
+            f"<p><b>response, back-translated</b></p><pre>{esc(r['response_english'])}</pre>"
+        )
+    if r.get("chain"):
+        steps = "".join(
+            f"<p><b>round {c['round']}</b> ({'violates' if c['violates'] else 'safe'}): "
+            f"{esc(c['rationale'])}</p><pre>{esc(c['sent'])}</pre><pre>{esc(c['response'])}</pre>"
+            for c in r["chain"]
+        )
+        out.append(
+            f"<details><summary>refinement chain, {len(r['chain'])} rounds</summary>{steps}</details>"
+        )
+    if r.get("transcript"):
+        turns = "".join(
+            f"<p><b>user</b></p><pre>{esc(t['user'])}</pre><p><b>assistant</b></p>"
+            f"<pre>{esc(t['assistant'])}</pre>"
+            for t in r["transcript"]
+        )
+        out.append(
+            f"<details><summary>conversation, {len(r['transcript'])} turns</summary>{turns}</details>"
+        )
+    out.append(
+        f"<p class='muted'>{esc(verdict.get('category') or '')} "
+        f"{esc(verdict.get('rationale') or '')}</p>"
+    )
+    return "".join(out)
+
+
 def _by_severity(f: Findings) -> list[dict[str, Any]]:
     def severity(r: dict[str, Any]) -> int:
         return int(r["verdicts"][f.primary_judge].get("severity") or 0)
@@ -149,15 +190,16 @@ def attack_html(f: Findings) -> str:
         f"<h2>Failing examples, most severe first ({min(len(f.failures), MAX_EXAMPLES)} of "
         f"{len(f.failures)})</h2>"
     )
-    for r in _by_severity(f)[:MAX_EXAMPLES]:
-        v = r["verdicts"][f.primary_judge]
-        axes = "; ".join(f"{k}: {v}" for k, v in r["cell"].items())
-        parts.append(
-            f"<h3>{esc(r['id'])}</h3><p class='muted'>{esc(axes)}</p>"
-            f"<p><b>prompt</b></p><pre>{esc(r['prompt'])}</pre>"
-            f"<p><b>response</b></p><pre>{esc(r['response'])}</pre>"
-            f"<p class='muted'>{esc(v.get('category') or '')} {esc(v.get('rationale') or '')}</p>"
-        )
+    parts += [_example_html(r, f.primary_judge) for r in _by_severity(f)[:MAX_EXAMPLES]]
+    by_strategy: dict[str, list[dict[str, Any]]] = {}
+    for r in _by_severity(f):
+        if r.get("strategy", "identity") != "identity":
+            by_strategy.setdefault(r["strategy"], []).append(r)
+    if by_strategy:
+        parts.append("<h2>Examples by strategy</h2>")
+        for label, recs in sorted(by_strategy.items()):
+            parts.append(f"<h3>{esc(label)} ({len(recs)} failing)</h3>")
+            parts += [_example_html(r, f.primary_judge) for r in recs[:3]]
     if f.untested:
         parts.append(
             "<h2>Never attacked</h2>"
@@ -231,6 +273,19 @@ def attack_markdown(f: Findings) -> str:
         "- unjudged by judge: "
         + ", ".join(f"{md_escape(j)} {n}" for j, n in f.unjudged_by_judge.items()),
         f"- cost ${f.usage['cost']:.4f} for {f.usage['calls']} paid calls",
+        *(
+            [
+                f"- pair: {pair['successes']}/{pair['chains']} chains succeeded, by round "
+                f"{pair['success_by_round']}, "
+                + (
+                    f"{pair['queries_per_success']:.1f} queries per success"
+                    if pair["queries_per_success"]
+                    else "no success"
+                )
+            ]
+            if (pair := f.strategy_stats.get("pair"))
+            else []
+        ),
     ]
     if f.comparison:
         c = f.comparison
