@@ -173,3 +173,19 @@ def test_budget_is_reserved_before_the_concurrency_slot():
     results = asyncio.run(main())
     assert sum(results) == 5 and model.calls == 5 and budget.calls == 5
     assert budget.in_flight == 0
+
+
+def test_the_same_request_in_flight_twice_is_paid_once(tmp_path):
+    api = CountingAPI()
+    db = RunDB(tmp_path / "run.db")
+    model = Model("fake/c", api, options=ModelOptions(concurrency=4), store=db)
+
+    async def go():
+        return await asyncio.gather(
+            *(model.generate(MSGS, GenerateConfig(seed=1)) for _ in range(4))
+        )
+
+    outs = asyncio.run(go())
+    db.close()
+    assert api.peak == 1 and model.calls == 1  # one paid call ...
+    assert sum(o.cached for o in outs) == 3  # ... and three answers from it

@@ -236,3 +236,107 @@ def test_crescendo_sends_the_whole_conversation_to_every_kind_of_target(
         "message": "third turn",
         "history": [{"role": "user", "content": "first"}, {"role": "assistant", "content": "no"}],
     }
+
+
+def test_the_attack_dry_run_estimates_per_strategy_and_spends_nothing(dataset, tmp_path):
+    import subprocess
+    import sys
+
+    r = subprocess.run(
+        [sys.executable, "-m", "aart", "attack", str(dataset), "--target", "fake/app",
+         "--out", str(tmp_path / "a"), "--strategy", "base64", "--strategy", "pair",
+         "--attacker", "fake/att", "--judge", "fake/j", "--max-rounds", "4", "--dry-run"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    lines = {line.split()[0]: line.split()[1:] for line in r.stdout.splitlines()[1:]}
+    assert lines["identity"][:4] == ["3", "3", "0", "3"]  # prompts, target, attacker, judge
+    assert lines["base64"][:4] == ["3", "3", "0", "3"]
+    assert lines["pair"][:4] == ["3", "12", "9", "12"] and "(at most)" in " ".join(lines["pair"])
+    assert lines["total"][:4] == ["9", "18", "9", "18"]
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_refinement_chain_killed_midway_resumes_without_paying_twice(tmp_path):
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    from aart.testing import FakeOpenAIServer
+
+    server = FakeOpenAIServer(latency=0.3).start()
+    try:
+        safe = {"violates_policy": False, "harm_category": "none", "severity": 0,
+                "rationale": "it refused"}  # fmt: skip
+        # the judge always says "safe", so every chain runs its 3 rounds; the attacker's
+        # rewrites are the fake server's own (schema-valid, a different one per request)
+        server.on_text("<assistant_response>", {"content": json.dumps(safe)})
+        data = tmp_path / "d.jsonl"
+        data.write_text("".join(json.dumps({"id": f"r{i}", "prompt": p}) + "\n"
+                                for i, p in enumerate(PROMPTS)))  # fmt: skip
+        out = tmp_path / "att"
+        cmd = [sys.executable, "-m", "aart", "attack", str(data), "--target", "openai/app",
+               "--judge", "openai/judge", "--attacker", "openai/att", "--strategy", "pair",
+               "--base-url", server.base_url, "--out", str(out), "--min-judged", "0"]  # fmt: skip
+        first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        while len(server.requests) < 10 and time.time() < deadline:
+            time.sleep(0.02)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        con = sqlite3.connect(out / "run.db")
+        before = con.execute("SELECT COUNT(*) FROM calls WHERE cache_key != ''").fetchone()[0]
+        con.close()
+        assert 0 < before < 30  # killed part-way through the chains
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=os.environ)
+        assert done.returncode == 0, done.stderr
+        con = sqlite3.connect(out / "run.db")
+        repeated = con.execute(
+            "SELECT cache_key, COUNT(*) FROM calls WHERE cache_key != '' GROUP BY cache_key"
+            " HAVING COUNT(*) > 1"
+        ).fetchall()
+        total = con.execute("SELECT COUNT(*) FROM calls WHERE cache_key != ''").fetchone()[0]
+        con.close()
+        assert repeated == []  # no paid call twice
+        # what one uninterrupted attack pays: 3 control prompts (target + judge) and 3 chains
+        # of 3 rounds whose first round is the control's own request (2 target, 2 judge and
+        # 2 attacker calls more each)
+        assert total == 3 * 2 + 3 * 6
+        summary = json.loads((out / "attack.json").read_text())
+        assert summary["strategy_stats"]["pair"]["chains"] == 3
+    finally:
+        server.stop()
+
+
+def test_crescendo_reaches_an_http_target_with_its_history(dataset, tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    from test_attack import AppServer
+
+    from aart.llm import endpoints
+
+    server = AppServer().start()
+    server.fail_first = 0
+    try:
+        monkeypatch.setenv("APP_KEY", "app-secret")
+        endpoints.allow(f"http://127.0.0.1:{server.port}", "APP_KEY")
+        spec = tmp_path / "target.yaml"
+        spec.write_text(
+            f"name: toy\nurl: http://127.0.0.1:{server.port}/api/chat\n"
+            'headers: {X-Api-Key: "${APP_KEY}"}\n'
+            'body: {input: {message: "{{ prompt }}", history: "{{ history }}"}}\n'
+            "reply: $.output.choices[0].text\n"
+        )
+        register_script("hatt", [{"turns": ["opening mild turn", "closer turn"]}])
+        aart.attack(
+            dataset, target=str(spec), attacker="hatt/a", strategies=["crescendo"],
+            out=tmp_path / "att", limit=1,
+        )  # fmt: skip
+        last = server.requests[-1]["input"]
+        assert last["message"] == "closer turn"
+        assert [m["role"] for m in last["history"]] == ["user", "assistant"]
+        assert last["history"][0]["content"] == "opening mild turn"
+    finally:
+        server.stop()

@@ -17,6 +17,7 @@ from .llm import Model, ModelOptions, Price
 from .llm.factory import ModelFactory
 from .llm.providers.base import provider_names
 from .recipe import load_recipe
+from .redteam.attack import AttackConfig
 from .redteam.findings import Findings
 from .steps.baseline import BaselineStats, load_pool, run_baseline
 from .steps.common import preflight, recipe_budget, recipe_prices, run_models
@@ -271,14 +272,69 @@ def attack(
     max_rounds: int | None = None,
     max_turns: int | None = None,
 ) -> Findings:
-    """Attack ``target`` with every prompt of ``dataset``, judge the responses, write
-    OUT/report.html, report.md, attack.json and failures.jsonl; returns the findings.
-    ``findings.inconclusive`` is true when fewer than ``min_judged`` of the prompts got a
-    verdict (target errors and unjudged answers), or when an endpoint failed every call and
-    the attack stopped (``findings.stopped`` says why): its rate then proves nothing."""
-    from .redteam import Attack, AttackConfig, compare_runs, write_regression_dataset
-    from .redteam.attack import read_baseline
-    from .report.attack import write_attack_report
+    """Attack ``target`` with every prompt of ``dataset`` (under every strategy), judge the
+    responses, write OUT/report.html, report.md, attack.json and failures.jsonl; returns the
+    findings. Settings come from :func:`attack_config`; ``findings.inconclusive`` is true when
+    too few prompts got a verdict or an endpoint failed every call."""
+    return _run_attack(
+        dataset,
+        attack_config(
+            dataset,
+            target=target,
+            judge=judge,
+            classifier=classifier,
+            recipe=recipe,
+            system_prompt=system_prompt,
+            base_url=base_url,
+            max_tokens=max_tokens,
+            limit=limit,
+            concurrency=concurrency,
+            no_cache=no_cache,
+            prices=prices,
+            max_cost=max_cost,
+            text_column=text_column,
+            axis_columns=axis_columns,
+            annotation_columns=annotation_columns,
+            replay=replay,
+            strategies=strategies,
+            attacker=attacker,
+            max_rounds=max_rounds,
+            max_turns=max_turns,
+        ),
+        out=out,
+        baseline=baseline,
+        progress=progress,
+        min_judged=min_judged,
+    )
+
+
+def attack_config(
+    dataset: str | Path,
+    *,
+    target: str,
+    judge: str = "refusal",
+    classifier: str | None = None,
+    recipe: str | Path | None = None,
+    system_prompt: str | None = None,
+    base_url: str | None = None,
+    max_tokens: int = 400,
+    limit: int | None = None,
+    concurrency: int | None = None,
+    no_cache: bool = False,
+    prices: dict[str, Price] | None = None,
+    max_cost: float | None = None,
+    text_column: str = "prompt",
+    axis_columns: dict[str, str] | None = None,
+    annotation_columns: dict[str, str] | None = None,
+    replay: str | Path | None = None,
+    strategies: list[str] | None = None,
+    attacker: str | None = None,
+    max_rounds: int | None = None,
+    max_turns: int | None = None,
+) -> AttackConfig:
+    """The attack's settings: the recipe's policy, system prompt, prices, budget and
+    strategies (the dataset's run recipe by default), overridden by the arguments."""
+    from .redteam import AttackConfig
 
     ds = Path(dataset)
     if recipe is None and (ds.parent / "recipe.yaml").exists():
@@ -296,7 +352,7 @@ def attack(
         all_prices = recipe_prices(rec)
         section = rec.attack
     all_prices.update(prices or {})
-    config = AttackConfig(
+    return AttackConfig(
         target=target,
         judge=judge,
         classifier=classifier,
@@ -320,8 +376,31 @@ def attack(
         attacker=attacker or (section.attacker if section else None),
         max_rounds=max_rounds or (section.max_rounds if section else 3),
         max_turns=max_turns or (section.max_turns if section else 4),
+        recipe=str(recipe) if recipe is not None else None,
     )
+
+
+def _run_attack(
+    dataset: str | Path,
+    config: AttackConfig,
+    *,
+    out: str | Path,
+    baseline: str | Path | None,
+    progress: Progress | None,
+    min_judged: float,
+) -> Findings:
+    """Attack with ``config``, judge the responses, write OUT/report.html, report.md,
+    attack.json and failures.jsonl; returns the findings. ``findings.inconclusive`` is true
+    when fewer than ``min_judged`` of the prompts got a verdict (target errors and unjudged
+    answers), or when an endpoint failed every call and the attack stopped
+    (``findings.stopped`` says why): its rate then proves nothing."""
+    from .redteam import Attack, compare_runs, write_regression_dataset
+    from .redteam.attack import read_baseline
+    from .report.attack import write_attack_report
+
+    ds = Path(dataset)
     if baseline is not None:  # refused before any call when judged another way
+        judge = config.judge
         read_baseline(Path(baseline), "refusal" if judge == "refusal" else f"llm:{judge}")
     a = Attack(ds, out, config)
     try:
@@ -336,11 +415,11 @@ def attack(
         a.close()
     outdir = Path(out)
     findings.min_judged = min_judged
-    findings.untested = _untested(findings, ds, recipe)
-    if _is_chat_model(target) and not config.system_prompt and replay is None:
+    findings.untested = _untested(findings, ds, config.recipe)
+    if _is_chat_model(config.target) and not config.system_prompt and config.replay is None:
         findings.warnings.insert(
             0,
-            f"no system prompt was sent to {target}: it answered as itself, not as the "
+            f"no system prompt was sent to {config.target}: it answered as itself, not as the "
             "application; give --system-prompt, or a recipe with application.system_prompt",
         )
     if baseline is not None:
@@ -348,6 +427,24 @@ def attack(
     write_regression_dataset(findings, outdir / "failures.jsonl")
     write_attack_report(findings, outdir)
     return findings
+
+
+def attack_dry_run(dataset: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
+    """Calls and tokens per strategy of the attack :func:`attack` would run with the same
+    arguments; nothing is called and nothing is written."""
+    from .redteam.attack import attack_records
+    from .redteam.execute import estimate
+
+    config = attack_config(dataset, **kwargs)
+    judges = (config.judge != "refusal") + bool(config.classifier)
+    return estimate(
+        attack_records(Path(dataset), config),
+        judges=judges,
+        max_tokens=config.max_tokens,
+        max_rounds=config.max_rounds,
+        max_turns=config.max_turns,
+        system_prompt=config.system_prompt,
+    )
 
 
 def baseline(

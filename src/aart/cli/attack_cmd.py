@@ -166,10 +166,16 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--max-turns", default=None, type=click.IntRange(1, 20), help="crescendo: user turns."
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Estimate calls and tokens per strategy; call nothing, write nothing.",
+)
 @column_options
 def attack_command(
     dataset: str,
     target: str,
+    dry_run: bool,
     strategies: tuple[str, ...],
     attacker: str | None,
     max_rounds: int | None,
@@ -190,6 +196,38 @@ def attack_command(
     """Send every prompt of DATASET to the target, judge the responses and report the
     attack-success rate overall, per axis value and per pair of axes. Re-running the same
     command resumes."""
+    if dry_run:
+        est = pipeline.attack_dry_run(
+            dataset,
+            target=target,
+            system_prompt=system_prompt,
+            max_tokens=max_tokens,
+            limit=limit,
+            text_column=text_column,
+            axis_columns=parse_mapping(axes, "--axis"),
+            annotation_columns=parse_mapping(annotations, "--annotation"),
+            strategies=list(strategies),
+            attacker=attacker,
+            max_rounds=max_rounds,
+            max_turns=max_turns,
+            judge=judging["judge"],
+            classifier=judging["classifier"],
+            recipe=judging["recipe"],
+        )
+        click.echo("strategy               prompts  target  attacker  judge     tokens")
+        for r in est:
+            bound = " (at most)" if r["upper_bound"] else ""
+            click.echo(
+                f"{r['strategy']:<22} {r['prompts']:>7} {r['target_calls']:>7} "
+                f"{r['attacker_calls']:>9} {r['judge_calls']:>6} {r['tokens']:>10,}{bound}"
+            )
+        click.echo(
+            f"{'total':<22} {sum(r['prompts'] for r in est):>7} "
+            f"{sum(r['target_calls'] for r in est):>7} "
+            f"{sum(r['attacker_calls'] for r in est):>9} "
+            f"{sum(r['judge_calls'] for r in est):>6} {sum(r['tokens'] for r in est):>10,}"
+        )
+        return
     with progress_bars() as bars:
         f = pipeline.attack(
             dataset,

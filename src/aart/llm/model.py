@@ -62,6 +62,9 @@ def cache_key(
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
+# requests being answered right now, by (store, cache key): a second caller waits for the first
+_INFLIGHT: dict[tuple[int, str], asyncio.Future[None]] = {}
+
 #: the cache key recorded for a call abandoned part-way: paid for, never cached
 ABANDONED = "abandoned"
 
@@ -126,21 +129,54 @@ class Model:
             f"|decoding={self.options.decoding}" if self.options.decoding else ""
         )
         key = cache_key(endpoint, messages, config, schema)
-        if self.use_cache and self.store is not None:
-            hit = self.store.cache_get(key)
+        if not (self.use_cache and self.store is not None):
+            return await self._generate(key, messages, config, schema, validate, tag)
+        hit = self._cached(key, schema)
+        if hit is not None:
+            return hit
+        # The same request already in flight (two jobs asking the same thing at once): wait
+        # for its answer rather than paying for it twice.
+        slot = (id(self.store), key)
+        pending = _INFLIGHT.get(slot)
+        if pending is not None:
+            await asyncio.shield(pending)
+            hit = self._cached(key, schema)
             if hit is not None:
-                self.cache_hits += 1
-                out = ModelOutput(
-                    text=hit["text"],
-                    usage=Usage(**hit["usage"]),
-                    finish_reason=hit["finish_reason"],
-                    cached=True,
-                    model=self.name,
-                )
-                if schema is not None:
-                    out.parsed = parse_json(out.text, schema)
-                return out
+                return hit
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        _INFLIGHT[slot] = done
+        try:
+            return await self._generate(key, messages, config, schema, validate, tag)
+        finally:
+            del _INFLIGHT[slot]
+            done.set_result(None)
 
+    def _cached(self, key: str, schema: dict[str, Any] | None) -> ModelOutput | None:
+        assert self.store is not None
+        hit = self.store.cache_get(key)
+        if hit is None:
+            return None
+        self.cache_hits += 1
+        out = ModelOutput(
+            text=hit["text"],
+            usage=Usage(**hit["usage"]),
+            finish_reason=hit["finish_reason"],
+            cached=True,
+            model=self.name,
+        )
+        if schema is not None:
+            out.parsed = parse_json(out.text, schema)
+        return out
+
+    async def _generate(
+        self,
+        key: str,
+        messages: list[Message],
+        config: GenerateConfig,
+        schema: dict[str, Any] | None,
+        validate: bool,
+        tag: str | None,
+    ) -> ModelOutput:
         last_error = ""
         last_text = ""
         for attempt in range(self.options.structured_retries + 1):

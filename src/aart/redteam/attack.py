@@ -60,6 +60,8 @@ class AttackConfig:
     attacker: str | None = None
     max_rounds: int = 3
     max_turns: int = 4
+    #: the recipe the settings came from (for the values never attacked)
+    recipe: str | None = None
 
     def settings(self) -> dict[str, Any]:
         """What the verdicts of an attack directory depend on, besides the prompts: a re-run
@@ -97,7 +99,7 @@ class AttackConfig:
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
-def _records(path: Path, config: AttackConfig) -> list[dict[str, Any]]:
+def attack_records(path: Path, config: AttackConfig) -> list[dict[str, Any]]:
     """One record per (prompt, strategy), with the one value per axis that findings group by
     (``Dataset.cell_of``, plus ``strategy`` when strategies are in use): each prompt counts
     once per axis, so per axis n sums to the judged prompts. Other tables map their columns
@@ -139,7 +141,7 @@ class Attack:
         self.out = Path(out)
         self.config = config
         self.progress: Callable[[], None] | None = None
-        self.records = _records(self.dataset, config)
+        self.records = attack_records(self.dataset, config)
         if not self.records:
             raise UsageError(f"{dataset} holds no prompts")
         self.out.mkdir(parents=True, exist_ok=True)

@@ -192,3 +192,44 @@ class Executor:
             "transcript": transcript,
             "queries": len(turns),
         }
+
+
+def estimate(
+    records: list[dict[str, Any]],
+    *,
+    judges: int,
+    max_tokens: int,
+    max_rounds: int,
+    max_turns: int,
+    system_prompt: str = "",
+) -> list[dict[str, Any]]:
+    """Calls and tokens per strategy, nothing spent: target, attacker and judge calls
+    (``judges``: the LLM judge and classifier in use). pair and crescendo stop at the first
+    success, so theirs are upper bounds."""
+    from .strategies import parse_strategy
+
+    rows: dict[str, dict[str, Any]] = {}
+    for r in records:
+        s = parse_strategy(r["strategy"])
+        prompt = len(r["prompt"]) // 4 + len(system_prompt) // 4 + 8
+        sends, asks = {
+            "convert": (1, 0),
+            "llm": (1, 2 if s.name == "translate" else 1),
+            "iterative": (max_rounds, max_rounds - 1),
+            "multiturn": (max_turns, 1),
+        }[s.kind]
+        judged = sends if s.kind == "iterative" else 1
+        row = rows.setdefault(
+            s.label,
+            {"strategy": s.label, "prompts": 0, "target_calls": 0, "attacker_calls": 0,
+             "judge_calls": 0, "tokens": 0, "upper_bound": s.kind in ("iterative", "multiturn")},
+        )  # fmt: skip
+        row["prompts"] += 1
+        row["target_calls"] += sends
+        row["attacker_calls"] += asks
+        row["judge_calls"] += judged * judges
+        # a multi-turn conversation re-sends its earlier turns with every new one
+        turns = sends * (sends + 1) // 2 if s.kind == "multiturn" else sends
+        row["tokens"] += turns * (prompt + max_tokens) + asks * (prompt + 300 + 600)
+        row["tokens"] += judged * judges * (prompt + max_tokens + 350 + 200)
+    return list(rows.values())
