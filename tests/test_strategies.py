@@ -340,3 +340,21 @@ def test_crescendo_reaches_an_http_target_with_its_history(dataset, tmp_path, mo
         assert last["history"][0]["content"] == "opening mild turn"
     finally:
         server.stop()
+
+
+def test_strategies_from_the_recipe_and_a_located_error_for_an_unknown_one(
+    dataset, tmp_path, fixtures_on_path
+):
+    from conftest import MINI_RECIPE, write_recipe
+
+    from aart.errors import RecipeError
+    from aart.recipe import load_recipe
+
+    recipe = write_recipe(tmp_path, MINI_RECIPE + "attack:\n  strategies: [base64, rot13]\n")
+    f = aart.attack(
+        dataset, target="targets_fixture:base64_only", recipe=recipe, out=tmp_path / "att"
+    )
+    assert {c["value"] for c in f.by_value["strategy"]} == {"identity", "base64", "rot13"}
+    bad = write_recipe(tmp_path, MINI_RECIPE + "attack:\n  strategies: [b64]\n", "bad.yaml")
+    with pytest.raises(RecipeError, match=r"bad.yaml:\d+.*unknown strategy 'b64'"):
+        load_recipe(bad)
