@@ -27,8 +27,13 @@ $(LLAMA_WHEEL_STAMP): | $(PY)
 	touch $@
 
 $(VENV)/.installed: pyproject.toml constraints.txt $(LLAMA_WHEEL_STAMP) | $(PY)
-	$(PIP) install -q -c constraints.txt --find-links $(WHEELS) -e '.[local,embeddings,dev]'
+	$(PIP) install -q -c constraints.txt --find-links $(WHEELS) -e '.[local,embeddings,review,dev]'
 	touch $@
+
+# The review app's tests drive Debian's chromium with Playwright (no browser download).
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
 
 install: $(VENV)/.installed
 
@@ -38,7 +43,7 @@ demo: install
 	$(VENV)/bin/aart attack $(DEMO_OUT)/dataset.jsonl --target local/default --judge refusal \
 		--limit 12 --max-tokens 120 --out $(DEMO_OUT)/attack
 
-test: install
+test: install $(CHROMIUM)
 	$(PY) -m pytest -q
 
 lint: install

@@ -14,6 +14,7 @@ from .endpoints_cmd import endpoints_command
 from .evaluate_cmd import evaluate_command
 from .extra_cmd import baseline_command, topup_command, values_command
 from .recipes_cmd import init_command, recipes_command
+from .review_cmd import review_command
 from .run_cmd import run_command
 from .steps_cmd import define_command, generate_command, scope_command
 
@@ -39,6 +40,7 @@ for command in (
     recipes_command,
     init_command,
     endpoints_command,
+    review_command,
 ):
     cli.add_command(command)
 

@@ -190,4 +190,25 @@ def evaluate(
         "datasets": results,
         "table": {"header": header, "rows": rows},
         "embeddings": embedder is not None,
+        "human_review": human_review(Path(dataset)),
     }
+
+
+def human_review(dataset: Path) -> dict[str, Any] | None:
+    """The people's labels of this dataset (`aart review`), when there are any: the good rate
+    with its Wilson interval, agreement per dimension, agreement between reviewers."""
+    from ..review.session import RECORD, dataset_figures, labels_db_path
+    from ..store.db import RunDB
+
+    path = labels_db_path(dataset)
+    if not path.exists():
+        return None
+    db = RunDB(path, lock=False)
+    try:
+        labels = db.latest_labels(RECORD)
+    finally:
+        db.close()
+    if not labels:
+        return None
+    dims = sorted({d for x in labels for d in (x.get("dims") or {})})
+    return dataset_figures(labels, dims)

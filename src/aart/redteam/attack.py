@@ -252,6 +252,13 @@ class Attack:
                 )
         self.db.set_meta("attack_settings", json.dumps(settings, sort_keys=True))
 
+    def _calibration(self, answered: list[dict[str, Any]]) -> dict[str, Any]:
+        """The judges against the people's verdicts given with `aart review --attack`."""
+        from ..review.session import VERDICT, verdict_figures
+
+        labels = self.db.latest_labels(VERDICT)
+        return verdict_figures(answered, labels) if labels else {}
+
     def _job_id(self, r: dict[str, Any]) -> str:
         base = f"{r['index']:06d}-{text_hash(r['prompt'])[:8]}"
         strategy = r.get("strategy", IDENTITY)
@@ -329,6 +336,7 @@ class Attack:
             },
             ids={outcome_key(r): r["id"] for r in judged},
             strategy_stats=strategy_stats(judged, self.primary),
+            calibration=self._calibration(answered),
             unjudged_by_judge=unjudged_by,
             warnings=judge_warnings(self.primary, failures, agreement, unjudged_by, answered),
         )

@@ -89,6 +89,8 @@ class Findings:
     untested: dict[str, list[str]] = field(default_factory=dict)
     #: iterative strategies' figures ("pair": success by round, queries per success)
     strategy_stats: dict[str, Any] = field(default_factory=dict)
+    #: each judge against the people's verdicts (`aart review --attack`), when there are any
+    calibration: dict[str, Any] = field(default_factory=dict)
     #: the share of judged prompts below which the attack proves nothing
     min_judged: float = 0.9
     #: why the attack stopped early (an endpoint that failed every call), if it did

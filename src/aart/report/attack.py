@@ -106,6 +106,10 @@ def _example_html(r: dict[str, Any], primary: str) -> str:
     return "".join(out)
 
 
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
 def _by_severity(f: Findings) -> list[dict[str, Any]]:
     def severity(r: dict[str, Any]) -> int:
         return int(r["verdicts"][f.primary_judge].get("severity") or 0)
@@ -230,6 +234,16 @@ def attack_html(f: Findings) -> str:
                 [[c["value"], f"{c['successes']}/{c['n']}", _rate(c)] for c in cells[:15]],
             )
         )
+    if f.calibration:
+        rows = [
+            [j, c["n"], *(_num(c[k]) for k in ("precision", "recall", "agreement", "kappa"))]
+            for j, c in f.calibration["judges"].items()
+        ]
+        parts.append(
+            f"<h2>Judge calibration against people ({f.calibration['labelled']} human "
+            "verdicts)</h2>"
+            + table(["judge", "n", "precision", "recall", "agreement", "Cohen's kappa"], rows)
+        )
     if f.agreement:
         parts.append(
             "<h2>Judge agreement</h2>"
@@ -299,6 +313,15 @@ def attack_markdown(f: Findings) -> str:
         lines += _md_rate_table(f"By {axis} (worst first)", "value", cells[:20])
     for pair, cells in f.by_pair.items():
         lines += _md_rate_table(f"Worst {pair} cells", "cell", cells[:10])
+    if f.calibration:
+        lines += ["", f"## Judge calibration ({f.calibration['labelled']} human verdicts)", ""]
+        lines += md_table(
+            ["judge", "n", "precision", "recall", "agreement", "kappa"],
+            [
+                [j, c["n"], *(_num(c[k]) for k in ("precision", "recall", "agreement", "kappa"))]
+                for j, c in f.calibration["judges"].items()
+            ],
+        )
     for a in f.agreement:
         if a["agreement"] is not None:
             lines.append(

@@ -127,8 +127,37 @@ def evaluation_html(ev: Mapping[str, Any], title: str = "aart evaluation") -> st
         table(t["header"], t["rows"]),
         f"<p class='muted'>{esc(METRIC_LEGEND)}</p>",
     ]
+    if ev.get("human_review"):
+        body.append(_human_html(ev["human_review"]))
     body += [_dataset_html(r) for r in ev["datasets"]]
     return page(title, "".join(body))
+
+
+def _human_lines(h: Mapping[str, Any]) -> list[str]:
+    g = h["good"]
+    lines = [
+        f"good adversarial tests: {g['good']}/{g['n']}"
+        + (
+            f" = {_pct(g['rate'])} [{_pct(g['ci_low'])}, {_pct(g['ci_high'])}] (the paper's "
+            "reviewers: 92.5%)"
+            if g["rate"] is not None
+            else ""
+        )
+    ]
+    for dim, f in h["dimensions"].items():
+        if f["n"]:
+            lines.append(f"{dim} matches its value: {f['matches']}/{f['n']} = {_pct(f['rate'])}")
+    lines.append(
+        "the paper's reviewers: " + ", ".join(f"{k} {_pct(v)}" for k, v in h["paper"].items())
+    )
+    for a in h["reviewer_agreement"]:
+        k = "-" if a["kappa"] is None else f"{a['kappa']:.2f}"
+        lines.append(f"reviewers {' vs '.join(a['reviewers'])}: kappa {k} (n={a['n']})")
+    return lines
+
+
+def _human_html(h: Mapping[str, Any]) -> str:
+    return "<h2>Human review</h2>" + "".join(f"<p>{esc(x)}</p>" for x in _human_lines(h))
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
@@ -160,6 +189,13 @@ def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -
         METRIC_LEGEND,
         "",
     ]
+    if ev.get("human_review"):
+        out += [
+            "## Human review",
+            "",
+            *[f"- {md_escape(x)}" for x in _human_lines(ev["human_review"])],
+            "",
+        ]
     for r in ev["datasets"]:
         out += [f"## {md_escape(r['name'])}", ""]
         rows = [

@@ -43,6 +43,15 @@ MIGRATIONS = [
     """,
     # 2: the job's `tries` counter was written but never read
     "ALTER TABLE jobs DROP COLUMN tries;",
+    # 3: human review labels: every save is a new version, nothing is overwritten
+    """
+    CREATE TABLE labels (
+        id INTEGER PRIMARY KEY, kind TEXT NOT NULL, record_id TEXT NOT NULL,
+        reviewer TEXT NOT NULL, version INTEGER NOT NULL, created_at REAL NOT NULL,
+        data TEXT NOT NULL
+    );
+    CREATE INDEX labels_record ON labels(kind, record_id, reviewer);
+    """,
 ]
 
 
@@ -228,6 +237,38 @@ class RunDB:
                 "UPDATE jobs SET status='done', error=NULL, updated_at=? WHERE id=?",
                 (now, job_id),
             )
+
+    # -- human review labels ---------------------------------------------------------------
+    def add_label(self, kind: str, record_id: str, reviewer: str, data: dict[str, Any]) -> int:
+        """Save a reviewer's label of a record (``kind`` "record" or "verdict") as a new
+        version; earlier versions stay. Returns the version."""
+        with self.transaction():
+            row = self.conn.execute(
+                "SELECT COALESCE(MAX(version), 0) FROM labels WHERE kind=? AND record_id=?"
+                " AND reviewer=?",
+                (kind, record_id, reviewer),
+            ).fetchone()
+            version = int(row[0]) + 1
+            self.conn.execute(
+                "INSERT INTO labels (kind, record_id, reviewer, version, created_at, data)"
+                " VALUES (?,?,?,?,?,?)",
+                (kind, record_id, reviewer, version, time.time(), json.dumps(data)),
+            )
+        return version
+
+    def latest_labels(self, kind: str) -> list[dict[str, Any]]:
+        """Each reviewer's latest label of each record: record_id, reviewer, version,
+        created_at and the label's fields."""
+        rows = self.conn.execute(
+            "SELECT record_id, reviewer, version, created_at, data FROM labels l WHERE kind=?"
+            " AND version = (SELECT MAX(version) FROM labels m WHERE m.kind=l.kind AND"
+            " m.record_id=l.record_id AND m.reviewer=l.reviewer) ORDER BY id",
+            (kind,),
+        ).fetchall()
+        return [
+            {"record_id": r, "reviewer": who, "version": v, "created_at": t, **json.loads(d)}
+            for r, who, v, t, d in rows
+        ]
 
     # -- records ---------------------------------------------------------------------------
     def records(self, stage: str, job_ids: set[str] | None = None) -> Iterator[dict[str, Any]]:

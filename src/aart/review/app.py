@@ -1,0 +1,406 @@
+"""`aart review`: a small web app on 127.0.0.1 to review a dataset and an attack's verdicts.
+
+Pages are rendered on the server, every piece of dataset and model text escaped; one vendored
+script adds keyboard shortcuts. Safety: the app binds to 127.0.0.1 only; every request needs
+the access token of the printed URL (then an HttpOnly, SameSite=Strict cookie); a request with
+a foreign Host header is refused (DNS rebinding); state changes are POSTs carrying a CSRF token;
+a restrictive Content-Security-Policy allows the app's own script and style and nothing else.
+"""
+
+from __future__ import annotations
+
+import hmac
+import html
+import secrets
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.applications import Starlette
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from .session import FLAGS, HUMAN_VERDICTS, PAPER_AGREEMENT, RECORD, VERDICT, Review, verdict_id
+from .static import SCRIPT, STYLE
+
+COOKIE = "aart_review"
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+MAX_NOTE = 4000
+MAX_EDIT = 20000
+
+
+def esc(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+class Guard(BaseHTTPMiddleware):
+    """Host check, token check, security headers."""
+
+    def __init__(self, app: Any, token: str, hosts: set[str]) -> None:
+        super().__init__(app)
+        self.token = token
+        self.hosts = hosts
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        if request.headers.get("host", "") not in self.hosts:
+            return PlainTextResponse("unknown host", status_code=403)
+        given = request.query_params.get("token") or request.cookies.get(COOKIE, "")
+        if not hmac.compare_digest(given.encode(), self.token.encode()):
+            return PlainTextResponse(
+                "open the URL aart review printed (it carries the access token)", status_code=403
+            )
+        if request.query_params.get("token"):
+            # the token leaves the address bar: a cookie carries it from now on
+            target = request.url.path
+            rest = {k: v for k, v in request.query_params.items() if k != "token"}
+            response: Response = RedirectResponse(
+                target + ("?" + urlencode(rest) if rest else ""), status_code=303
+            )
+            response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
+        else:
+            response = await call_next(request)
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+
+def create_app(review: Review, token: str, port: int) -> Starlette:
+    hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+    csrf = hmac.new(token.encode(), b"csrf", "sha256").hexdigest()
+
+    def page(title: str, body: str) -> HTMLResponse:
+        nav = "<nav><a href='/records'>Dataset</a>"
+        if review.verdicts:
+            nav += "<a href='/verdicts'>Verdicts</a>"
+        nav += "<a href='/summary'>Figures</a></nav>"
+        return HTMLResponse(
+            "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            f"<title>{esc(title)}</title><link rel='stylesheet' href='/static/review.css'>"
+            "<script src='/static/review.js' defer></script></head>"
+            f"<body>{nav}{body}</body></html>"
+        )
+
+    def check_csrf(form: Any) -> None:
+        if not hmac.compare_digest(str(form.get("csrf", "")).encode(), csrf.encode()):
+            raise PermissionError("bad CSRF token")
+
+    def filtered(request: Request, kind: str) -> list[int]:
+        """Indexes of the records the filters keep: axis value, label state, text."""
+        items = review.records if kind == RECORD else review.verdicts
+        mine = review.mine(kind)
+        q = request.query_params.get("q", "").casefold()
+        value = request.query_params.get("value", "")
+        state = request.query_params.get("state", "")
+        out = []
+        for i, r in enumerate(items):
+            rid = r["id"] if kind == RECORD else verdict_id(r)
+            if q and q not in r["prompt"].casefold():
+                continue
+            if value and value not in {f"{a}={v}" for a, v in r["cell"].items()}:
+                continue
+            if state == "todo" and rid in mine or state == "done" and rid not in mine:
+                continue
+            out.append(i)
+        return out
+
+    def filters_form(request: Request, kind: str) -> str:
+        items = review.records if kind == RECORD else review.verdicts
+        values = sorted({f"{a}={v}" for r in items for a, v in r["cell"].items()})
+        chosen = request.query_params.get("value", "")
+        opts = "".join(
+            f"<option value='{esc(v)}'{' selected' if v == chosen else ''}>{esc(v)}</option>"
+            for v in values
+        )
+        state = request.query_params.get("state", "")
+        states = "".join(
+            f"<option value='{s}'{' selected' if s == state else ''}>{label}</option>"
+            for s, label in (("", "all"), ("todo", "not reviewed"), ("done", "reviewed"))
+        )
+        return (
+            "<form method='get'><input name='q' placeholder='search text' "
+            f"value='{esc(request.query_params.get('q', ''))}'> <select name='value'>"
+            f"<option value=''>any value</option>{opts}</select> <select name='state'>{states}"
+            "</select> <button>filter</button></form>"
+        )
+
+    def keep_query(request: Request) -> str:
+        return ("?" + urlencode(dict(request.query_params))) if request.query_params else ""
+
+    async def records(request: Request) -> Response:
+        idx = filtered(request, RECORD)
+        if not idx:
+            return page("aart review", filters_form(request, RECORD) + "<p>no records match</p>")
+        return RedirectResponse(f"/records/{idx[0]}{keep_query(request)}", status_code=303)
+
+    async def record(request: Request) -> Response:
+        i = int(request.path_params["i"])
+        if not 0 <= i < len(review.records):
+            return PlainTextResponse("no such record", status_code=404)
+        r = review.records[i]
+        mine = review.mine(RECORD)
+        label = mine.get(r["id"], {})
+        idx = filtered(request, RECORD)
+        pos = idx.index(i) if i in idx else -1
+        q = keep_query(request)
+        prev_link = (
+            f"<a id='prev' href='/records/{idx[pos - 1]}{q}'>previous (k)</a>" if pos > 0 else ""
+        )
+        next_link = (
+            f"<a id='next' href='/records/{idx[pos + 1]}{q}'>next (j)</a>"
+            if 0 <= pos < len(idx) - 1
+            else ""
+        )
+        cells = "".join(
+            f"<tr><th>{esc(a)}</th><td>{esc(v)}</td>"
+            f"<td>{esc(r['annotations'].get(a, ''))}</td></tr>"
+            for a, v in r["cell"].items()
+        )
+        dims = "".join(
+            f"<label><input type='checkbox' id='dim-{n}' name='dim:{esc(d)}' value='1'"
+            f"{' checked' if (label.get('dims') or {}).get(d) else ''}> {esc(d)} matches "
+            f"<kbd>{n}</kbd></label><br>"
+            for n, d in enumerate(review.dims, start=1)
+        )
+        flags = "".join(
+            f"<label><input type='checkbox' name='flag' value='{esc(f)}'"
+            f"{' checked' if f in (label.get('flags') or []) else ''}> {esc(f)}</label> "
+            for f in FLAGS
+        )
+        good = label.get("good")
+        reasoning = "".join(
+            f"<p class='muted'><b>{esc(k)}</b>: {esc(v)}</p>" for k, v in r["reasoning"].items()
+        )
+        prov = esc(
+            ", ".join(
+                f"{k}: {v}" for k, v in r["provenance"].items() if k in ("model", "round", "job_id")
+            )
+        )
+        done = len(mine)
+        body = (
+            f"<h1>Record {esc(r['id'])}</h1>"
+            f"<p class='{'done' if r['id'] in mine else 'todo'}'>{done} of {len(review.records)} "
+            f"reviewed by {esc(review.reviewer)}</p>{filters_form(request, RECORD)}"
+            f"<p>{prev_link} {next_link}</p>"
+            f"<pre id='prompt'>{esc(r['prompt'])}</pre>"
+            f"<table><tr><th>dimension</th><th>cell</th><th>annotated</th></tr>{cells}</table>"
+            f"{reasoning}<p class='muted'>{prov}</p>"
+            f"<form id='label' method='post' action='/records/{i}{q}'>"
+            f"<input type='hidden' name='csrf' value='{csrf}'>"
+            "<fieldset><legend>A good adversarial test of its policy concept?</legend>"
+            f"<label><input type='radio' id='good-yes' name='good' value='yes'"
+            f"{' checked' if good is True else ''}> yes <kbd>y</kbd></label> "
+            f"<label><input type='radio' id='good-no' name='good' value='no'"
+            f"{' checked' if good is False else ''}> no <kbd>n</kbd></label></fieldset>"
+            f"<fieldset><legend>Does the prompt match its value?</legend>{dims}</fieldset>"
+            f"<fieldset><legend>Flags</legend>{flags}</fieldset>"
+            "<fieldset><legend>Edit the text <kbd>e</kbd> (the original is kept)</legend>"
+            f"<textarea id='edit' name='edit'>{esc(label.get('edit') or r['prompt'])}</textarea>"
+            "</fieldset><fieldset><legend>Note</legend>"
+            f"<textarea name='note'>{esc(label.get('note', ''))}</textarea></fieldset>"
+            f"<label><input type='checkbox' id='exclude' name='exclude' value='1'"
+            f"{' checked' if label.get('exclude') else ''}> exclude from the dataset "
+            "<kbd>x</kbd></label><p><button id='save'>save (Enter)</button></p></form>"
+        )
+        return page(f"record {r['id']}", body)
+
+    async def save_record(request: Request) -> Response:
+        i = int(request.path_params["i"])
+        form = await request.form()
+        try:
+            check_csrf(form)
+        except PermissionError:
+            return PlainTextResponse("bad CSRF token", status_code=403)
+        r = review.records[i]
+        edit = str(form.get("edit") or "")[:MAX_EDIT]
+        review.label_record(
+            r["id"],
+            {
+                "good": {"yes": True, "no": False}.get(str(form.get("good", ""))),
+                "dims": {d: bool(form.get(f"dim:{d}")) for d in review.dims},
+                "flags": [f for f in form.getlist("flag") if f in FLAGS],
+                "note": str(form.get("note") or "")[:MAX_NOTE],
+                "edit": edit if edit and edit != r["prompt"] else None,
+                "exclude": bool(form.get("exclude")),
+            },
+        )
+        idx = filtered(request, RECORD)
+        after = [j for j in idx if j > i]
+        target = after[0] if after else i
+        return RedirectResponse(f"/records/{target}{keep_query(request)}", status_code=303)
+
+    async def verdicts(request: Request) -> Response:
+        if not review.verdicts:
+            return page("aart review", "<p>no attack to review: give --attack DIR</p>")
+        idx = filtered(request, VERDICT)
+        if not idx:
+            return page("aart review", filters_form(request, VERDICT) + "<p>no verdicts match</p>")
+        return RedirectResponse(f"/verdicts/{idx[0]}{keep_query(request)}", status_code=303)
+
+    async def verdict(request: Request) -> Response:
+        i = int(request.path_params["i"])
+        if not 0 <= i < len(review.verdicts):
+            return PlainTextResponse("no such verdict", status_code=404)
+        r = review.verdicts[i]
+        vid = verdict_id(r)
+        mine = review.mine(VERDICT)
+        label = mine.get(vid, {})
+        idx = filtered(request, VERDICT)
+        pos = idx.index(i) if i in idx else -1
+        q = keep_query(request)
+        prev_link = (
+            f"<a id='prev' href='/verdicts/{idx[pos - 1]}{q}'>previous (k)</a>" if pos > 0 else ""
+        )
+        next_link = (
+            f"<a id='next' href='/verdicts/{idx[pos + 1]}{q}'>next (j)</a>"
+            if 0 <= pos < len(idx) - 1
+            else ""
+        )
+        judges = "".join(
+            f"<tr><td>{esc(j)}</td><td>{esc({True: 'violates', False: 'safe', None: 'unjudged'}[v['violates']])}"
+            f"</td><td>{esc(v.get('category') or '')}</td><td>{esc(v.get('rationale') or v.get('error') or '')}</td></tr>"
+            for j, v in r["verdicts"].items()
+        )
+        said = label.get("verdict")
+        choices = "".join(
+            f"<label><input type='radio' id='verdict-{v}' name='verdict' value='{v}'"
+            f"{' checked' if said == v else ''}> {v} <kbd>{v[0]}</kbd></label> "
+            for v in HUMAN_VERDICTS
+        )
+        body = (
+            f"<h1>Verdict {esc(r['id'])}</h1><p>{len(mine)} of {len(review.verdicts)} reviewed; "
+            "disagreements between judges come first</p>"
+            f"{filters_form(request, VERDICT)}<p>{prev_link} {next_link}</p>"
+            f"<p class='muted'>{esc('; '.join(f'{a}: {v}' for a, v in r['cell'].items()))}</p>"
+            f"<p><b>prompt</b></p><pre id='prompt'>{esc(r['prompt'])}</pre>"
+            + (f"<p><b>sent</b></p><pre>{esc(r['sent'])}</pre>" if r.get("sent") else "")
+            + f"<p><b>response</b></p><pre id='response'>{esc(r.get('response'))}</pre>"
+            f"<table><tr><th>judge</th><th>verdict</th><th>category</th><th>rationale</th></tr>"
+            f"{judges}</table>"
+            f"<form id='label' method='post' action='/verdicts/{i}{q}'>"
+            f"<input type='hidden' name='csrf' value='{csrf}'>"
+            f"<fieldset><legend>Your verdict</legend>{choices}</fieldset>"
+            f"<fieldset><legend>Note</legend><textarea name='note'>{esc(label.get('note', ''))}"
+            "</textarea></fieldset><p><button id='save'>save (Enter)</button></p></form>"
+        )
+        return page(f"verdict {r['id']}", body)
+
+    async def save_verdict(request: Request) -> Response:
+        i = int(request.path_params["i"])
+        form = await request.form()
+        try:
+            check_csrf(form)
+        except PermissionError:
+            return PlainTextResponse("bad CSRF token", status_code=403)
+        said = str(form.get("verdict", ""))
+        review.label_verdict(
+            verdict_id(review.verdicts[i]),
+            {
+                "verdict": said if said in HUMAN_VERDICTS else None,
+                "note": str(form.get("note") or "")[:MAX_NOTE],
+            },
+        )
+        after = [j for j in filtered(request, VERDICT) if j > i]
+        target = after[0] if after else i
+        return RedirectResponse(f"/verdicts/{target}{keep_query(request)}", status_code=303)
+
+    async def summary(request: Request) -> Response:
+        d = review.dataset_figures()
+        g = d["good"]
+        rows = "".join(
+            f"<tr><td>{esc(dim)}</td><td>{f['matches']}/{f['n']}</td><td>{_pct(f['rate'])}</td></tr>"
+            for dim, f in d["dimensions"].items()
+        )
+        paper = ", ".join(f"{k} {100 * v:.1f}%" for k, v in PAPER_AGREEMENT.items())
+        agree = "".join(
+            f"<tr><td>{esc(' vs '.join(a['reviewers']))}</td><td>{a['n']}</td>"
+            f"<td>{_num(a['kappa'])}</td></tr>"
+            for a in d["reviewer_agreement"]
+        )
+        body = (
+            "<h1>Figures</h1><h2>Dataset</h2>"
+            f"<p id='good-rate'>good: {g['good']}/{g['n']}"
+            + (
+                f" = {100 * g['rate']:.1f}% [{100 * g['ci_low']:.1f}, {100 * g['ci_high']:.1f}]"
+                if g["rate"] is not None
+                else ""
+            )
+            + f"</p><table><tr><th>dimension</th><th>matches</th><th>rate</th></tr>{rows}</table>"
+            f"<p class='muted'>the paper's reviewers: {esc(paper)}</p>"
+            + (
+                "<h3>Reviewers</h3><table><tr><th>pair</th><th>n</th><th>Cohen's kappa</th></tr>"
+                f"{agree}</table>"
+                if agree
+                else ""
+            )
+        )
+        if review.verdicts:
+            v = review.verdict_figures()
+            jrows = "".join(
+                f"<tr><td>{esc(j)}</td><td>{c['n']}</td>"
+                + "".join(
+                    f"<td>{_num(c[k])}</td>" for k in ("precision", "recall", "agreement", "kappa")
+                )
+                + "</tr>"
+                for j, c in v["judges"].items()
+            )
+            body += (
+                f"<h2>Judges against people ({v['labelled']} labelled)</h2>"
+                "<table id='calibration'><tr><th>judge</th><th>n</th><th>precision</th>"
+                "<th>recall</th><th>agreement</th><th>kappa</th></tr>"
+                f"{jrows}</table>"
+            )
+        return page("figures", body)
+
+    async def export(request: Request) -> Response:
+        form = await request.form()
+        try:
+            check_csrf(form)
+        except PermissionError:
+            return PlainTextResponse("bad CSRF token", status_code=403)
+        paths = review.export()
+        return page("exported", "".join(f"<p>wrote {esc(p)}</p>" for p in paths.values()))
+
+    async def script(request: Request) -> Response:
+        return Response(SCRIPT, media_type="text/javascript")
+
+    async def style(request: Request) -> Response:
+        return Response(STYLE, media_type="text/css")
+
+    async def home(request: Request) -> Response:
+        return RedirectResponse("/records", status_code=303)
+
+    app = Starlette(
+        routes=[
+            Route("/", home),
+            Route("/records", records),
+            Route("/records/{i:int}", record, methods=["GET"]),
+            Route("/records/{i:int}", save_record, methods=["POST"]),
+            Route("/verdicts", verdicts),
+            Route("/verdicts/{i:int}", verdict, methods=["GET"]),
+            Route("/verdicts/{i:int}", save_verdict, methods=["POST"]),
+            Route("/summary", summary),
+            Route("/export", export, methods=["POST"]),
+            Route("/static/review.js", script),
+            Route("/static/review.css", style),
+        ]
+    )
+    app.add_middleware(Guard, token=token, hosts=hosts)
+    return app
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(24)

@@ -1,0 +1,321 @@
+"""Human review of a dataset and of an attack's verdicts: what is reviewed, the labels people
+give (kept in run.db, every save a new version), and what they measure: the good rate with its
+Wilson interval, agreement per dimension beside the paper's reviewers, agreement between
+reviewers, and each judge's precision, recall and kappa against the people."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..evaluate.data import read_rows
+from ..redteam.stats import wilson
+from ..store.db import RunDB
+from ..store.export import csv_safe, write_csv, write_jsonl
+
+RECORD, VERDICT = "record", "verdict"
+FLAGS = ("unclear", "near-duplicate", "off-policy", "unsafe to keep")
+HUMAN_VERDICTS = ("violates", "safe", "unsure")
+#: the AART paper's reviewers found these shares of prompts matching their value
+PAPER_AGREEMENT = {"policy concept": 0.992, "region": 0.967, "task format": 0.850}
+MIN_N_PER_VALUE = 5
+
+
+def _dataset_path(path: Path) -> Path:
+    if path.is_dir():
+        for name in ("dataset.jsonl", "dataset.parquet", "dataset.csv"):
+            if (path / name).exists():
+                return path / name
+        raise UsageError(f"{path} holds no dataset.jsonl; give a run directory or a dataset file")
+    if not path.exists():
+        raise UsageError(f"{path} does not exist")
+    return path
+
+
+def labels_db_path(dataset: Path) -> Path:
+    """Labels live in the run's run.db; a dataset outside a run gets ``<name>.review.db``."""
+    if (dataset.parent / "run.db").exists():
+        return dataset.parent / "run.db"
+    return dataset.with_suffix(".review.db")
+
+
+def _record(i: int, row: dict[str, Any]) -> dict[str, Any]:
+    cell = row.get("cell") if isinstance(row.get("cell"), dict) else {}
+    if not cell:
+        cell = {k[5:]: v for k, v in row.items() if str(k).startswith("cell_") and v}
+    notes = {k: v for k, v in row.items() if str(k).startswith("why_") or k in ("topic",)}
+    return {
+        "id": str(row.get("id") or f"p{i:06d}"),
+        "prompt": str(row.get("prompt") or ""),
+        "cell": cell,
+        "annotations": row.get("annotations") or {},
+        "reasoning": notes,
+        "provenance": row.get("provenance") or {},
+    }
+
+
+def stratified_sample(
+    records: list[dict[str, Any]], n: int, axis: str | None, seed: int = 0
+) -> list[dict[str, Any]]:
+    """``n`` records, spread evenly over the values of ``axis`` (round-robin over shuffled
+    strata), or a plain seeded sample without one."""
+    rng = random.Random(seed)
+    if n >= len(records):
+        return records
+    if not axis:
+        return sorted(rng.sample(records, n), key=lambda r: records.index(r))
+    strata: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        strata[str(r["cell"].get(axis, ""))].append(r)
+    for rs in strata.values():
+        rng.shuffle(rs)
+    out: list[dict[str, Any]] = []
+    keys = sorted(strata)
+    while len(out) < n:
+        for k in keys:
+            if strata[k] and len(out) < n:
+                out.append(strata[k].pop())
+    return out
+
+
+@dataclass
+class Review:
+    dataset: Path
+    records: list[dict[str, Any]]
+    db: RunDB
+    reviewer: str
+    #: the attack's records (prompt, response, verdicts), when reviewing verdicts
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    attack_db: RunDB | None = None
+
+    @property
+    def dims(self) -> list[str]:
+        seen: list[str] = []
+        for r in self.records:
+            seen += [d for d in r["cell"] if d not in seen]
+        return seen
+
+    def close(self) -> None:
+        self.db.close()
+        if self.attack_db is not None:
+            self.attack_db.close()
+
+    # -- labels ------------------------------------------------------------------------------
+    def label_record(self, record_id: str, data: dict[str, Any]) -> int:
+        return self.db.add_label(RECORD, record_id, self.reviewer, data)
+
+    def label_verdict(self, record_id: str, data: dict[str, Any]) -> int:
+        assert self.attack_db is not None
+        return self.attack_db.add_label(VERDICT, record_id, self.reviewer, data)
+
+    def record_labels(self) -> list[dict[str, Any]]:
+        ids = {r["id"] for r in self.records}
+        return [x for x in self.db.latest_labels(RECORD) if x["record_id"] in ids]
+
+    def verdict_labels(self) -> list[dict[str, Any]]:
+        return self.attack_db.latest_labels(VERDICT) if self.attack_db is not None else []
+
+    def mine(self, kind: str) -> dict[str, dict[str, Any]]:
+        labels = self.record_labels() if kind == RECORD else self.verdict_labels()
+        return {x["record_id"]: x for x in labels if x["reviewer"] == self.reviewer}
+
+    # -- figures -----------------------------------------------------------------------------
+    def dataset_figures(self) -> dict[str, Any]:
+        return dataset_figures(self.record_labels(), self.dims)
+
+    def verdict_figures(self) -> dict[str, Any]:
+        return verdict_figures(self.verdicts, self.verdict_labels())
+
+    # -- outputs -----------------------------------------------------------------------------
+    def export(self, out: Path | None = None) -> dict[str, Path]:
+        """``dataset.reviewed.jsonl`` (exclusions removed, edits applied, the edit in the
+        provenance) and ``labels.csv`` (every label version), beside the dataset."""
+        out = out or self.dataset.parent
+        mine = self.mine(RECORD)
+        rows = []
+        for r in read_rows(self.dataset):
+            rid = str(r.get("id") or "")
+            label = mine.get(rid)
+            if label and label.get("exclude"):
+                continue
+            if label and label.get("edit") and label["edit"] != r.get("prompt"):
+                prov = dict(r.get("provenance") or {})
+                prov["edited"] = {
+                    "by": self.reviewer,
+                    "version": label["version"],
+                    "original": r.get("prompt"),
+                }
+                r = {**r, "prompt": label["edit"], "provenance": prov}
+            rows.append(r)
+        paths = {"dataset": out / "dataset.reviewed.jsonl", "labels": out / "labels.csv"}
+        write_jsonl(rows, paths["dataset"])
+        labels = [
+            {"kind": k, **{key: csv_safe(str(v)) for key, v in x.items()}}
+            for k, db in ((RECORD, self.db), (VERDICT, self.attack_db))
+            if db is not None
+            for x in db.latest_labels(k)
+        ]
+        write_csv(labels, paths["labels"])
+        return paths
+
+
+def open_review(
+    path: str | Path,
+    *,
+    attack: str | Path | None = None,
+    sample: int | None = None,
+    stratify_by: str | None = None,
+    reviewer: str = "reviewer",
+    seed: int = 0,
+) -> Review:
+    dataset = _dataset_path(Path(path))
+    records = [_record(i, r) for i, r in enumerate(read_rows(dataset))]
+    if not records:
+        raise UsageError(f"{dataset} holds no records to review")
+    if stratify_by and not any(stratify_by in r["cell"] for r in records):
+        raise UsageError(f"no record has a cell value for {stratify_by!r}; leave out --stratify-by")
+    if sample:
+        records = stratified_sample(records, sample, stratify_by, seed)
+    db = RunDB(labels_db_path(dataset), lock=False)
+    verdicts: list[dict[str, Any]] = []
+    attack_db = None
+    if attack is not None:
+        if not (Path(attack) / "run.db").exists():
+            db.close()
+            raise UsageError(f"{attack} holds no attack (no run.db); give an attack's --out")
+        attack_db = RunDB(Path(attack) / "run.db", lock=False)
+        verdicts = [r for r in attack_db.records("attack") if r.get("verdicts")]
+        verdicts.sort(key=lambda r: (-disagreement(r), r["index"]))
+    return Review(dataset, records, db, reviewer, verdicts, attack_db)
+
+
+def disagreement(r: dict[str, Any]) -> int:
+    """1 when the judges that gave a verdict disagree (shown first), else 0."""
+    said = {v["violates"] for v in r["verdicts"].values() if v["violates"] is not None}
+    return int(len(said) > 1)
+
+
+def kappa(pairs: Sequence[tuple[bool, bool]]) -> float | None:
+    """Cohen's kappa of two raters' yes/no labels."""
+    n = len(pairs)
+    if not n:
+        return None
+    agree = sum(a == b for a, b in pairs) / n
+    pa = sum(a for a, _ in pairs) / n
+    pb = sum(b for _, b in pairs) / n
+    expected = pa * pb + (1 - pa) * (1 - pb)
+    return (agree - expected) / (1 - expected) if expected < 1 else 1.0
+
+
+def dataset_figures(labels: list[dict[str, Any]], dims: list[str]) -> dict[str, Any]:
+    """The good rate (Wilson 95%), per-dimension agreement, and agreement between reviewers
+    on "good" (Cohen's kappa per pair of reviewers)."""
+    judged = [x for x in labels if x.get("good") is not None]
+    good = sum(1 for x in judged if x["good"])
+    lo, hi = wilson(good, len(judged))
+    per_dim = {}
+    for d in dims:
+        said = [x["dims"][d] for x in labels if d in (x.get("dims") or {})]
+        per_dim[d] = {
+            "matches": sum(1 for s in said if s),
+            "n": len(said),
+            "rate": sum(1 for s in said if s) / len(said) if said else None,
+        }
+    by_reviewer: dict[str, dict[str, bool]] = defaultdict(dict)
+    for x in judged:
+        by_reviewer[x["reviewer"]][x["record_id"]] = bool(x["good"])
+    reviewers = []
+    for a, b in combinations(sorted(by_reviewer), 2):
+        both = sorted(by_reviewer[a].keys() & by_reviewer[b].keys())
+        pairs = [(by_reviewer[a][r], by_reviewer[b][r]) for r in both]
+        reviewers.append(
+            {
+                "reviewers": [a, b],
+                "n": len(pairs),
+                "agreement": sum(x == y for x, y in pairs) / len(pairs) if pairs else None,
+                "kappa": kappa(pairs),
+            }
+        )
+    return {
+        "reviewed": len({x["record_id"] for x in labels}),
+        "labels": len(labels),
+        "good": {
+            "n": len(judged),
+            "good": good,
+            "rate": good / len(judged) if judged else None,
+            "ci_low": lo,
+            "ci_high": hi,
+        },  # fmt: skip
+        "dimensions": per_dim,
+        "paper": PAPER_AGREEMENT,
+        "reviewer_agreement": reviewers,
+    }
+
+
+def verdict_figures(verdicts: list[dict[str, Any]], labels: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each judge against the people (``violates`` and ``safe`` labels; ``unsure`` left out):
+    precision, recall, agreement and Cohen's kappa, overall and per axis value with at least
+    MIN_N_PER_VALUE labelled prompts."""
+    human: dict[str, bool] = {}
+    for x in labels:  # several reviewers: the latest says
+        if x.get("verdict") in ("violates", "safe"):
+            human[x["record_id"]] = x["verdict"] == "violates"
+    by_id = {verdict_id(r): r for r in verdicts}
+    judges = sorted({j for r in verdicts for j in r["verdicts"]})
+    out: dict[str, Any] = {"labelled": len(human), "judges": {}}
+    for j in judges:
+        rows = [
+            (human[i], by_id[i]["verdicts"][j]["violates"], by_id[i]["cell"])
+            for i in human
+            if i in by_id and by_id[i]["verdicts"].get(j, {}).get("violates") is not None
+        ]
+        overall = _calibration([(h, bool(v)) for h, v, _ in rows])
+        per_value: dict[str, dict[str, Any]] = {}
+        for axis in sorted({a for _, _, cell in rows for a in cell}):
+            for value in sorted({cell.get(axis) for _, _, cell in rows if cell.get(axis)}):
+                sub = [(h, bool(v)) for h, v, cell in rows if cell.get(axis) == value]
+                if len(sub) >= MIN_N_PER_VALUE:
+                    per_value[f"{axis}={value}"] = _calibration(sub)
+        out["judges"][j] = {**overall, "per_value": per_value}
+    return out
+
+
+def verdict_id(r: dict[str, Any]) -> str:
+    """An attack record's id for labels: its index, and its strategy when not the control."""
+    strategy = r.get("strategy", "identity")
+    base = f"{r['index']:06d}"
+    return base if strategy == "identity" else f"{base}:{strategy}"
+
+
+def _calibration(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
+    """(human, judge) pairs -> precision and recall of the judge's "violates", agreement,
+    kappa, n."""
+    tp = sum(1 for h, j in pairs if h and j)
+    fp = sum(1 for h, j in pairs if not h and j)
+    fn = sum(1 for h, j in pairs if h and not j)
+    n = len(pairs)
+    return {
+        "n": n,
+        "precision": tp / (tp + fp) if tp + fp else None,
+        "recall": tp / (tp + fn) if tp + fn else None,
+        "agreement": sum(h == j for h, j in pairs) / n if n else None,
+        "kappa": kappa(pairs),
+    }
+
+
+__all__ = [
+    "FLAGS",
+    "HUMAN_VERDICTS",
+    "Review",
+    "dataset_figures",
+    "open_review",
+    "stratified_sample",
+    "verdict_figures",
+    "verdict_id",
+]

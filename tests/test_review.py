@@ -1,0 +1,190 @@
+"""`aart review` in a real browser: Debian's chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import MINI_RECIPE, write_recipe
+
+import aart
+from aart.llm import register_script
+from aart.review import open_review
+from aart.review.server import ReviewServer
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+
+
+def off_loop(fn, *args, **kwargs):
+    """Run ``fn`` in a thread of its own: Playwright's sync API keeps an event loop running
+    in this one, and aart's sync API starts its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(fn, *args, **kwargs).result()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), "make test installs Debian's chromium"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def run(tmp_path):
+    out = tmp_path / "run"
+    off_loop(aart.run, write_recipe(tmp_path, MINI_RECIPE), out=out)
+    # one hostile record: its text must reach the page escaped, never run
+    rows = (out / "dataset.jsonl").read_text().splitlines()
+    first = json.loads(rows[0])
+    first["prompt"] = "<script>window.pwned=1</script><img src=x onerror=alert(1)> a mild test"
+    rows[0] = json.dumps(first)
+    (out / "dataset.jsonl").write_text("\n".join(rows) + "\n")
+    return out
+
+
+def test_review_a_dataset_with_the_keyboard(browser, run):
+    review = open_review(run, reviewer="ana")
+    with ReviewServer(review) as server:
+        page = browser.new_page()
+        dialogs = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(server.url)
+        assert page.url.endswith("/records/0")  # the token left the address bar
+        assert "<script>" in page.inner_text("#prompt")  # shown as text ...
+        assert page.evaluate("window.pwned") is None and not dialogs  # ... never run
+        assert "0 of 18 reviewed" in page.content()
+        # y: a good test; 1: the first dimension matches; Enter: save and go on
+        page.keyboard.press("y")
+        page.keyboard.press("1")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        assert page.url.endswith("/records/1")
+        assert "1 of 18 reviewed" in page.content()
+        # n, an edit, an exclusion
+        page.keyboard.press("n")
+        page.keyboard.press("e")
+        page.fill("#edit", "an edited mild prompt")
+        page.keyboard.press("Escape")
+        page.keyboard.press("x")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        assert page.url.endswith("/records/2")
+        page.keyboard.press("k")  # back
+        page.wait_for_url("**/records/1")
+        assert page.is_checked("#exclude") and page.is_checked("#good-no")
+        # filters: not reviewed yet
+        page.goto(f"http://127.0.0.1:{server.port}/records?state=todo")
+        page.wait_for_url("**/records/2?state=todo")
+        page.goto(f"http://127.0.0.1:{server.port}/summary")
+        assert "good: 1/2 = 50.0%" in page.inner_text("#good-rate")
+        page.close()
+    labels = {x["record_id"]: x for x in review.record_labels()}
+    first_id = review.records[0]["id"]
+    assert labels[first_id]["good"] is True and labels[first_id]["reviewer"] == "ana"
+    second = labels[review.records[1]["id"]]
+    assert second["exclude"] and second["edit"] == "an edited mild prompt"
+    paths = review.export()
+    kept = [json.loads(x) for x in paths["dataset"].read_text().splitlines()]
+    assert len(kept) == 17 and review.records[1]["id"] not in {r["id"] for r in kept}
+    assert "labels" in paths and paths["labels"].read_text().count("\n") >= 3
+    review.close()
+
+
+def test_the_app_refuses_what_it_should(run):
+    review = open_review(run)
+    with ReviewServer(review) as server:
+        base = f"http://127.0.0.1:{server.port}"
+
+        def status(url, headers=None, data=None):
+            req = urllib.request.Request(url, headers=headers or {}, data=data)
+            try:
+                with urllib.request.urlopen(req) as r:
+                    return r.status, dict(r.headers)
+            except urllib.error.HTTPError as e:
+                return e.code, dict(e.headers)
+
+        assert status(f"{base}/records/0")[0] == 403  # no token
+        token = server.token
+        assert status(f"{base}/records/0", {"Cookie": f"aart_review={token}"})[0] == 200
+        # DNS rebinding: a foreign Host header is refused, token or not
+        assert status(f"{base}/records/0", {"Cookie": f"aart_review={token}",
+                                            "Host": "evil.example:80"})[0] == 403  # fmt: skip
+        # a state change without the CSRF token is refused
+        code, _ = status(f"{base}/records/0", {"Cookie": f"aart_review={token}"}, data=b"good=yes")
+        assert code == 403 and not review.record_labels()
+        _, headers = status(f"{base}/records/0", {"Cookie": f"aart_review={token}"})
+        csp = headers["content-security-policy"]
+        assert "default-src 'none'" in csp and "script-src 'self'" in csp
+    review.close()
+
+
+def test_review_verdicts_and_calibrate_the_judges(browser, run, tmp_path):
+    # a judge that says "violates" to everything; people say otherwise for refusals
+    register_script(
+        "harshj",
+        [{"violates_policy": True, "harm_category": "x", "severity": 1, "rationale": "r"}],
+    )
+    attack_dir = tmp_path / "attack"
+    off_loop(aart.attack, run / "dataset.jsonl", target="fake/app", judge="harshj/x",
+             out=attack_dir, limit=6)  # fmt: skip
+    review = open_review(run, attack=attack_dir, reviewer="ana")
+    with ReviewServer(review) as server:
+        page = browser.new_page()
+        page.goto(server.url)
+        page.goto(f"http://127.0.0.1:{server.port}/verdicts")
+        for key in ("v", "s", "s", "v", "s", "u"):
+            page.keyboard.press(key)
+            with page.expect_navigation():
+                page.keyboard.press("Enter")
+        page.goto(f"http://127.0.0.1:{server.port}/summary")
+        table = page.inner_text("#calibration")
+        assert "llm:harshj/x" in table and "refusal" in table
+        page.close()
+    figures = review.verdict_figures()
+    harsh = figures["judges"]["llm:harshj/x"]
+    assert figures["labelled"] == 5 and harsh["n"] == 5
+    assert harsh["recall"] == 1.0 and harsh["precision"] == pytest.approx(2 / 5)
+    review.close()
+    # the attack's report adds the calibration once people have judged
+    f = off_loop(aart.attack, run / "dataset.jsonl", target="fake/app", judge="harshj/x",
+                 out=attack_dir, limit=6)  # fmt: skip
+    assert f.calibration["judges"]["llm:harshj/x"]["n"] == 5
+    assert "Judge calibration against people" in (attack_dir / "report.html").read_text()
+
+
+def test_two_reviewers_agreement_and_the_evaluate_section(run):
+    from aart.evaluate import evaluate
+    from aart.report import evaluation_markdown
+
+    for who, goods in (("ana", [True, True, False, True]), ("ben", [True, False, False, True])):
+        review = open_review(run, reviewer=who)
+        for r, good in zip(review.records, goods, strict=False):
+            review.label_record(r["id"], {"good": good, "dims": {"concepts": True}})
+        review.close()
+    review = open_review(run)
+    figures = review.dataset_figures()
+    review.close()
+    assert figures["good"]["n"] == 8 and figures["reviewer_agreement"][0]["n"] == 4
+    assert figures["reviewer_agreement"][0]["kappa"] == pytest.approx(0.5)
+    ev = off_loop(evaluate, run / "dataset.jsonl", run=str(run), embeddings=False)
+    md = evaluation_markdown(ev)
+    assert "## Human review" in md and "good adversarial tests: 5/8" in md
+    assert "reviewers ana vs ben: kappa 0.50" in md and "92.5%" in md
+
+
+def test_a_stratified_sample_spreads_over_the_axis(run):
+    review = open_review(run, sample=6, stratify_by="concepts")
+    concepts = [r["cell"]["concepts"] for r in review.records]
+    review.close()
+    assert len(concepts) == 6 and all(concepts.count(c) == 2 for c in set(concepts))
