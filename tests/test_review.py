@@ -82,12 +82,17 @@ def test_review_a_dataset_with_the_keyboard(browser, run):
         assert page.url.endswith("/records/2")
         page.keyboard.press("k")  # back
         page.wait_for_url("**/records/1")
+        page.reload()  # the labels persist
         assert page.is_checked("#exclude") and page.is_checked("#good-no")
+        assert page.input_value("#edit") == "an edited mild prompt"
         # filters: not reviewed yet
         page.goto(f"http://127.0.0.1:{server.port}/records?state=todo")
         page.wait_for_url("**/records/2?state=todo")
         page.goto(f"http://127.0.0.1:{server.port}/summary")
         assert "good: 1/2 = 50.0%" in page.inner_text("#good-rate")
+        with page.expect_navigation():
+            page.click("#export")
+        assert "dataset.reviewed.jsonl" in page.content()
         page.close()
     labels = {x["record_id"]: x for x in review.record_labels()}
     first_id = review.records[0]["id"]
@@ -163,7 +168,7 @@ def test_review_verdicts_and_calibrate_the_judges(browser, run, tmp_path):
     assert "Judge calibration against people" in (attack_dir / "report.html").read_text()
 
 
-def test_two_reviewers_agreement_and_the_evaluate_section(run):
+def test_two_reviewers_agreement_and_the_evaluate_section(browser, run):
     from aart.evaluate import evaluate
     from aart.report import evaluation_markdown
 
@@ -179,6 +184,15 @@ def test_two_reviewers_agreement_and_the_evaluate_section(run):
     assert figures["reviewer_agreement"][0]["kappa"] == pytest.approx(0.5)
     ev = off_loop(evaluate, run / "dataset.jsonl", run=str(run), embeddings=False)
     md = evaluation_markdown(ev)
+    # the HTML report, in the browser
+    from aart.report import write_evaluation_report
+
+    html = write_evaluation_report(ev, run / "evaluation")["html"]
+    page = browser.new_page()
+    page.goto(html.as_uri())
+    assert "Human review" in page.inner_text("body")
+    assert "good adversarial tests: 5/8" in page.inner_text("body")
+    page.close()
     assert "## Human review" in md and "good adversarial tests: 5/8" in md
     assert "reviewers ana vs ben: kappa 0.50" in md and "92.5%" in md
 

@@ -349,12 +349,33 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
                 + "</tr>"
                 for j, c in v["judges"].items()
             )
+            per_value = "".join(
+                f"<tr><td>{esc(j)}</td><td>{esc(value)}</td><td>{c['n']}</td>"
+                + "".join(
+                    f"<td>{_num(c[k])}</td>" for k in ("precision", "recall", "agreement", "kappa")
+                )
+                + "</tr>"
+                for j, cal in v["judges"].items()
+                for value, c in cal["per_value"].items()
+            )
             body += (
                 f"<h2>Judges against people ({v['labelled']} labelled)</h2>"
                 "<table id='calibration'><tr><th>judge</th><th>n</th><th>precision</th>"
                 "<th>recall</th><th>agreement</th><th>kappa</th></tr>"
                 f"{jrows}</table>"
+                + (
+                    "<h3>Per axis value (at least 5 labelled)</h3><table><tr><th>judge</th>"
+                    "<th>value</th><th>n</th><th>precision</th><th>recall</th>"
+                    f"<th>agreement</th><th>kappa</th></tr>{per_value}</table>"
+                    if per_value
+                    else ""
+                )
             )
+        body += (
+            "<h2>Export</h2><form method='post' action='/export'>"
+            f"<input type='hidden' name='csrf' value='{csrf}'><button id='export'>write "
+            "dataset.reviewed.jsonl and labels.csv</button></form>"
+        )
         return page("figures", body)
 
     async def export(request: Request) -> Response:
