@@ -358,3 +358,27 @@ def test_strategies_from_the_recipe_and_a_located_error_for_an_unknown_one(
     bad = write_recipe(tmp_path, MINI_RECIPE + "attack:\n  strategies: [b64]\n", "bad.yaml")
     with pytest.raises(RecipeError, match=r"bad.yaml:\d+.*unknown strategy 'b64'"):
         load_recipe(bad)
+
+
+def test_rejudge_keeps_chains_and_conversions_and_calls_no_target_nor_attacker(dataset, tmp_path):
+    register_script("rjudge", [lambda msgs, schema: verdict("improved prompt" in msgs[-1].content)])
+    register_script("ratt", [{"prompt": "an improved prompt"}])
+    sent = []
+    register_script(
+        "rtarget", [lambda msgs, schema: sent.append(1) or f"reply to: {msgs[-1].content}"]
+    )
+    first = tmp_path / "first"
+    aart.attack(
+        dataset, target="rtarget/app", judge="rjudge/j", attacker="ratt/a",
+        strategies=["pair", "base64"], out=first,
+    )  # fmt: skip
+    calls = len(sent)
+    register_script("strict", [verdict(True)])  # another judge: everything violates
+    f = aart.rejudge(first, judge="strict/j", out=tmp_path / "second")
+    assert len(sent) == calls  # nothing sent again
+    assert f.prompts == 9 and f.judged == 9 and not f.failed_jobs
+    chains = [r for r in f.failures if r["strategy"] == "pair"]
+    assert len(chains) == 3 and all(len(r["chain"]) == 2 for r in chains)  # kept as it was
+    assert {r["strategy"] for r in f.failures} == {"identity", "pair", "base64"}
+    assert all(r.get("sent", "").startswith("The request below is encoded in base64")
+               for r in f.failures if r["strategy"] == "base64")  # fmt: skip

@@ -371,8 +371,11 @@ def attack_config(
         axis_columns=axis_columns or {},
         annotation_columns=annotation_columns or {},
         replay=str(replay) if replay is not None else None,
-        # the CLI's strategies, else the recipe's attack section
-        strategies=list(strategies or (section.strategies if section else [])),
+        # the CLI's strategies, else the recipe's attack section (a replay: the earlier
+        # attack's, exactly)
+        strategies=list(
+            strategies or ([] if replay is not None or not section else section.strategies)
+        ),
         attacker=attacker or (section.attacker if section else None),
         max_rounds=max_rounds or (section.max_rounds if section else 3),
         max_turns=max_turns or (section.max_turns if section else 4),
@@ -583,6 +586,7 @@ def rejudge(
         text_column=saved["text_column"],
         axis_columns=saved["axis_columns"],
         annotation_columns=saved["annotation_columns"],
+        strategies=saved.get("strategies") or [],
         replay=previous,
     )
 

@@ -190,6 +190,7 @@ class Attack:
                         "text_column": config.text_column,
                         "axis_columns": config.axis_columns,
                         "annotation_columns": config.annotation_columns,
+                        "strategies": config.strategies,
                     }
                 ),
             )
@@ -360,17 +361,22 @@ def attack_dataset(previous_dir: Path) -> dict[str, Any]:
     return data
 
 
+#: what a re-judged attack takes from the earlier one: all but the verdicts
+SAVED_FIELDS = (
+    "response", "target_error", "sent", "response_english", "chain", "transcript", "rounds",
+    "queries",
+)  # fmt: skip
+
+
 def saved_responses(previous_dir: Path) -> dict[str, dict[str, Any]]:
-    """An earlier attack's responses (and target errors), by prompt text hash."""
+    """An earlier attack's results without their verdicts, by prompt and strategy."""
     if not (previous_dir / "run.db").exists():
         raise UsageError(f"{previous_dir} holds no attack (no run.db); give an attack's --out")
     db = RunDB(previous_dir / "run.db", lock=False)
     try:
         return {
-            # by what was sent: the prompt, or its converted form under a strategy
-            text_hash(r.get("sent") or r["prompt"]): {
-                "response": r.get("response"),
-                "target_error": r.get("target_error"),
+            ReplayAPI.key(r["prompt"], r.get("strategy", IDENTITY)): {
+                k: r[k] for k in SAVED_FIELDS if k in r
             }
             for r in db.records(STAGE)
         }

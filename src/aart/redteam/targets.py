@@ -202,14 +202,28 @@ class CallableTargetAPI(ModelAPI):
 
 
 class ReplayAPI(ModelAPI):
-    """The responses an earlier attack saved, answered again by prompt: re-judging them calls
-    no target. A saved target error is raised again as the same per-request error."""
+    """An earlier attack's saved results, by prompt and strategy: re-judging them calls no
+    target (nor attacker). The attack's executor looks them up; nothing sends to this API."""
 
     default_concurrency = 8
 
     def __init__(self, name: str, saved: dict[str, dict[str, Any]], options: ModelOptions) -> None:
         super().__init__(name, options)
         self.saved = saved
+
+    @staticmethod
+    def key(prompt: str, strategy: str) -> str:
+        return f"{text_hash(prompt)}|{strategy}"
+
+    def lookup(self, prompt: str, strategy: str) -> dict[str, Any]:
+        rec = self.saved.get(self.key(prompt, strategy))
+        if rec is None:
+            raise ProviderError(
+                f"the earlier attack saved no response for this prompt under {strategy}"
+            )
+        if rec.get("response") is None:
+            raise ProviderError(rec.get("target_error") or "target error", status=400)
+        return rec
 
     @property
     def endpoint(self) -> str:
@@ -218,14 +232,7 @@ class ReplayAPI(ModelAPI):
     async def complete(
         self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
     ) -> RawResponse:
-        rec = self.saved.get(text_hash(messages[-1].content))
-        if rec is None:
-            raise ProviderError(
-                "no saved response for this prompt in the earlier attack", per_request=True
-            )
-        if rec.get("response") is None:
-            raise ProviderError(rec.get("target_error") or "target error", status=400)
-        return RawResponse(text=str(rec["response"]))
+        raise ProviderError("a replayed attack sends nothing to its target")
 
 
 def load_callable(ref: str) -> Callable[..., Any]:
