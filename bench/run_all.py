@@ -13,6 +13,7 @@ for script in (
     "bench_embedding_memory.py",
     "bench_faithful.py",
     "bench_queueing.py",
+    "bench_workers.py",
 ):
     print(f"== {script}", flush=True)
     subprocess.run([sys.executable, str(HERE / script)], check=True)

@@ -4,6 +4,7 @@ started takes a corrected recipe."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -112,3 +113,74 @@ def test_a_failed_start_does_not_lock_the_run_to_its_recipe(tmp_path, monkeypatc
     other = MINI_RECIPE.replace("attempts_per_value: 2", "attempts_per_value: 3")
     with pytest.raises(UsageError, match=r"what differs: scope\.attempts_per_value"):
         aart.run(write_recipe(tmp_path, other, "r.yaml"), out=out)
+
+
+def test_two_workers_split_a_run_and_pay_nothing_twice(tmp_path):
+    """Two `aart generate` processes on one run directory take jobs by lease: both finish,
+    each job is done once, and the dataset is the one a single worker makes (their speed is
+    measured in bench/bench_workers.py)."""
+    server = FakeOpenAIServer(latency=0.2).start()
+    try:
+        text = (
+            MINI_RECIPE.replace(
+                "default: fake/test",
+                f"default: openai/fake\n  base_url: {server.base_url}\n  concurrency: 4\n"
+                "  adaptive: false",
+            )
+            .replace(
+                "    enumerate:\n      instruction: List world regions.\n      count: 4",
+                "    values: [north, south, east, west]",
+            )
+            .replace("attempts_per_value: 2", "attempts_per_value: 10")
+        )
+        recipe = write_recipe(tmp_path, text)
+        outs = {}
+        for name, workers in (("one", 1), ("two", 2)):
+            out = outs[name] = tmp_path / name
+            aart.define(recipe, out)
+            aart.scope(out)
+            cmd = [sys.executable, "-m", "aart", "generate", str(out)]
+            procs = [
+                subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                for _ in range(workers)
+            ]
+            for p in procs:
+                assert p.wait(timeout=300) == 0, p.stderr.read()
+        con = sqlite3.connect(outs["two"] / "run.db")
+        worked = con.execute(
+            "SELECT COUNT(DISTINCT lease_owner) FROM jobs WHERE status='done'"
+        ).fetchone()[0]
+        con.close()
+        assert worked == 2  # both workers took jobs
+        assert paid_calls(outs["one"]) == 30
+        assert paid_calls(outs["two"]) == paid_calls(outs["one"])  # none done twice
+        one = sorted((outs["one"] / "dataset.jsonl").read_text().splitlines())
+        two = sorted((outs["two"] / "dataset.jsonl").read_text().splitlines())
+        assert [json.loads(x)["prompt"] for x in one] == [json.loads(x)["prompt"] for x in two]
+        assert len(one) == 90
+    finally:
+        server.stop()
+
+
+def test_two_attack_workers_split_an_attack(tmp_path):
+    server = FakeOpenAIServer(latency=0.2).start()
+    try:
+        data = tmp_path / "d.jsonl"
+        data.write_text(
+            "".join(
+                json.dumps({"id": f"r{i}", "prompt": f"mild prompt {i}"}) + "\n" for i in range(40)
+            )
+        )
+        out = tmp_path / "att"
+        cmd = [sys.executable, "-m", "aart", "attack", str(data), "--target", "openai/app",
+               "--base-url", server.base_url, "--concurrency", "4", "--out", str(out)]  # fmt: skip
+        procs = [
+            subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)
+        ]
+        for p in procs:
+            assert p.wait(timeout=300) == 0, p.stderr.read()
+        assert paid_calls(out) == 40 == len(server.requests)  # each prompt sent once
+        summary = json.loads((out / "attack.json").read_text())
+        assert summary["prompts"] == summary["judged"] == 40
+    finally:
+        server.stop()

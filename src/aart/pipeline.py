@@ -27,6 +27,7 @@ from .steps.generate import GenerateStats, generate_run
 from .steps.scope import Plan, scope_run
 from .steps.topup import topup_run
 from .store.db import RunDB
+from .store.lock import OutputLock
 from .store.rundir import Run
 
 Progress = Callable[[str, int], Callable[[], None]]
@@ -102,7 +103,7 @@ def generate(
     """Step 3: generate the dataset for the blueprint (resuming finished attempts), with the
     model the run was made with unless ``model`` says otherwise; adding prompts of another
     model to a dataset needs ``mix_models``."""
-    with Run.open(run_dir) as run:
+    with Run.open(run_dir, lock="shared") as run:  # other `aart generate` workers may join
         before = run.db.call_totals()
         stats = _generate(run, model, no_cache, progress, base_url, mix_models)
         after = run.db.call_totals()
@@ -427,8 +428,9 @@ def _run_attack(
         )
     if baseline is not None:
         findings.comparison = compare_runs(findings, Path(baseline))
-    write_regression_dataset(findings, outdir / "failures.jsonl")
-    write_attack_report(findings, outdir)
+    with OutputLock(outdir):  # cooperating workers write the reports one at a time
+        write_regression_dataset(findings, outdir / "failures.jsonl")
+        write_attack_report(findings, outdir)
     return findings
 
 
@@ -523,8 +525,6 @@ def values(run_dir: str | Path, *, attack: str | Path | None = None) -> dict[str
 def _untested(findings: Findings, ds: Path, recipe: str | Path | None) -> dict[str, list[str]]:
     """Per axis, the values of the run's dimension files (for a dataset inside a run) or the
     recipe's explicit values that no attacked prompt had."""
-    from .store.rundir import Run
-
     values: dict[str, list[str]] = {}
     if (ds.parent / "run.db").exists() and (ds.parent / "recipe.yaml").exists():
         with Run.open(ds.parent, lock=False) as r:

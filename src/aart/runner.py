@@ -5,6 +5,7 @@ keeps one failing job from stopping the others."""
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
@@ -33,8 +34,18 @@ async def run_pool(
 
 
 class JobStore(Protocol):
-    def pending_jobs(self, stage: str) -> Iterable[tuple[str, dict[str, Any]]]: ...
+    def claim_jobs(self, stage: str, n: int, ttl: float) -> list[tuple[str, dict[str, Any]]]: ...
+    def renew_leases(self, ttl: float) -> None: ...
+    def drop_leases(self) -> None: ...
+    def others_leasing(self, stage: str) -> int: ...
     def fail_job(self, job_id: str, error: str) -> None: ...
+
+
+#: a job's lease: renewed every third of it while the worker lives; a killed worker's jobs
+#: go back at once on this machine, elsewhere when the lease runs out
+LEASE_SECONDS = 60.0
+#: how often a worker with nothing to take looks again while others still hold jobs
+POLL_SECONDS = 0.2
 
 
 async def run_jobs(
@@ -43,20 +54,51 @@ async def run_jobs(
     worker: Callable[[tuple[str, dict[str, Any]]], Awaitable[None]],
     concurrency: int,
 ) -> int:
-    """Run the pending jobs of ``stage``. A job whose call fails for good is marked failed
-    with its reason and the others go on (re-running retries it); an endpoint that is down,
-    a spent budget or Ctrl-C stops them all. Returns how many jobs failed."""
+    """Run the jobs of ``stage``, taking them by lease, so any number of processes on the
+    same run directory split them and none is done twice. Returns when no job is left to take
+    and no other worker holds one (its results may call for more work). A job whose call
+    fails for good is marked failed with its reason and the others go on (re-running retries
+    it); an endpoint that is down, a spent budget or Ctrl-C stops them all (this worker's
+    unfinished jobs are given back). Returns how many jobs failed."""
     failed = 0
+    taken: deque[tuple[str, dict[str, Any]]] = deque()
 
-    async def guarded(job: tuple[str, dict[str, Any]]) -> None:
+    async def take() -> tuple[str, dict[str, Any]] | None:
+        while True:
+            if taken:
+                return taken.popleft()
+            batch = db.claim_jobs(stage, max(1, concurrency), LEASE_SECONDS)
+            if batch:
+                taken.extend(batch)
+                continue
+            if not db.others_leasing(stage):
+                return None
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def loop() -> None:
         nonlocal failed
-        try:
-            await worker(job)
-        except EndpointDown:
-            raise
-        except ProviderError as e:
-            db.fail_job(job[0], str(e)[:500])
-            failed += 1
+        while (job := await take()) is not None:
+            try:
+                await worker(job)
+            except EndpointDown:
+                raise
+            except ProviderError as e:
+                db.fail_job(job[0], str(e)[:500])
+                failed += 1
 
-    await run_pool(db.pending_jobs(stage), guarded, concurrency)
+    async def heartbeat() -> None:
+        while True:
+            await asyncio.sleep(LEASE_SECONDS / 3)
+            db.renew_leases(LEASE_SECONDS)
+
+    beat = asyncio.create_task(heartbeat())
+    try:
+        async with asyncio.TaskGroup() as tg:
+            for _ in range(max(1, concurrency)):
+                tg.create_task(loop())
+    except* BaseException as group:
+        raise group.exceptions[0] from None
+    finally:
+        beat.cancel()
+        db.drop_leases()
     return failed

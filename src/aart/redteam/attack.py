@@ -145,7 +145,7 @@ class Attack:
         if not self.records:
             raise UsageError(f"{dataset} holds no prompts")
         self.out.mkdir(parents=True, exist_ok=True)
-        self.db = RunDB(self.out / "run.db")
+        self.db = RunDB(self.out / "run.db", lock="shared")  # other attack workers may join
         try:
             self._check_settings()
             spent = self.db.call_totals()

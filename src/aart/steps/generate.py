@@ -18,6 +18,7 @@ from ..recipe import Recipe
 from ..refusal import prompt_is_refusal, reply_refuses
 from ..runner import run_jobs
 from ..store.export import write_csv, write_jsonl, write_parquet
+from ..store.lock import OutputLock
 from ..store.rundir import Run
 from ..textsim import DuplicateIndex, normalize
 from .prompting import output_fields, output_schema, render_messages
@@ -476,8 +477,9 @@ class Generator:
             # attempts for their cells, so the dataset does not shrink silently.
             if not self._add_round(round_ + 1, self._needs(kept), avoid):
                 break
-        kept, duplicates, stats, _ = self.dataset()
-        self.write_outputs(kept, duplicates, stats)
+        with OutputLock(self.run.root):  # cooperating workers write one at a time
+            kept, duplicates, stats, _ = self.dataset()
+            self.write_outputs(kept, duplicates, stats)
         return stats
 
     def write_outputs(

@@ -8,8 +8,10 @@ cached the moment they arrive, so a re-run never pays twice for them.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,11 @@ MIGRATIONS = [
     );
     CREATE INDEX labels_record ON labels(kind, record_id, reviewer);
     """,
+    # 4: cooperating workers take jobs by lease (owner, expiry), renewed by a heartbeat
+    """
+    ALTER TABLE jobs ADD COLUMN lease_owner TEXT;
+    ALTER TABLE jobs ADD COLUMN lease_expires REAL;
+    """,
 ]
 
 
@@ -60,14 +67,18 @@ class RunDB:
     default) holds the directory's lock until :meth:`close`: a second writing process is
     refused with a clear message. Readers (``aart evaluate``) take no lock."""
 
-    def __init__(self, path: str | Path, *, lock: bool | DirLock = True) -> None:
+    def __init__(self, path: str | Path, *, lock: bool | str | DirLock = True) -> None:
+        """``lock``: True (this process alone), "shared" (a worker beside others that take
+        jobs by lease), False (a reader), or a DirLock already held."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # a DirLock already held (by Run.create_or_resume) is handed over
         self.lock = lock if isinstance(lock, DirLock) else None
-        if lock is True:
-            self.lock = dir_lock(self.path.parent)
+        if lock is True or lock == "shared":
+            self.lock = dir_lock(self.path.parent, shared=lock == "shared")
             self.lock.acquire()
+        #: who holds this connection's job leases
+        self.owner = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self.conn.execute("PRAGMA journal_mode=WAL")
         # NORMAL in WAL mode survives a process crash; only power loss can drop the tail.
@@ -76,12 +87,23 @@ class RunDB:
         self._migrate()
 
     def _migrate(self) -> None:
-        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
-        for i in range(version, len(MIGRATIONS)):
-            # executescript commits any open transaction, so the script carries its own.
-            self.conn.executescript(
-                f"BEGIN;\n{MIGRATIONS[i]}\nPRAGMA user_version={i + 1};\nCOMMIT;"
-            )
+        """Bring the schema up to date, one numbered step per transaction. The version is
+        read again under the write lock, so two processes opening a new run.db at once (two
+        workers) never apply a step twice."""
+        for i in range(len(MIGRATIONS)):
+            if self.conn.execute("PRAGMA user_version").fetchone()[0] > i:
+                continue
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                if self.conn.execute("PRAGMA user_version").fetchone()[0] <= i:
+                    for statement in MIGRATIONS[i].split(";"):
+                        if statement.strip():
+                            self.conn.execute(statement)
+                    self.conn.execute(f"PRAGMA user_version={i + 1}")
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
 
     def transaction(self) -> _Tx:
         return _Tx(self.conn)
@@ -192,6 +214,66 @@ class RunDB:
             for rowid, jid, payload in rows:
                 last = rowid
                 yield jid, json.loads(payload)
+
+    def claim_jobs(self, stage: str, n: int, ttl: float) -> list[tuple[str, dict[str, Any]]]:
+        """Lease up to ``n`` jobs to run: pending ones, or ones whose lease expired (their
+        worker died), atomically across processes."""
+        self._reclaim_dead()
+        now = time.time()
+        with self.transaction():
+            rows = self.conn.execute(
+                "SELECT id, payload FROM jobs WHERE stage=? AND (status='pending' OR"
+                " (status='leased' AND lease_expires < ?)) ORDER BY rowid LIMIT ?",
+                (stage, now, n),
+            ).fetchall()
+            self.conn.executemany(
+                "UPDATE jobs SET status='leased', lease_owner=?, lease_expires=? WHERE id=?",
+                ((self.owner, now + ttl, jid) for jid, _ in rows),
+            )
+        return [(jid, json.loads(p)) for jid, p in rows]
+
+    def renew_leases(self, ttl: float) -> None:
+        self.conn.execute(
+            "UPDATE jobs SET lease_expires=? WHERE status='leased' AND lease_owner=?",
+            (time.time() + ttl, self.owner),
+        )
+
+    def drop_leases(self) -> None:
+        """Give this worker's unfinished jobs back (it is stopping)."""
+        self.conn.execute(
+            "UPDATE jobs SET status='pending', lease_owner=NULL WHERE status='leased'"
+            " AND lease_owner=?",
+            (self.owner,),
+        )
+
+    def _reclaim_dead(self) -> None:
+        """Leases of workers on this machine that are gone (killed): pending again at once,
+        without waiting for them to expire."""
+        owners = self.conn.execute(
+            "SELECT DISTINCT lease_owner FROM jobs WHERE status='leased' AND lease_owner!=?",
+            (self.owner,),
+        ).fetchall()
+        for (owner,) in owners:
+            try:
+                os.kill(int(str(owner).split("-")[0]), 0)
+            except ProcessLookupError:
+                self.conn.execute(
+                    "UPDATE jobs SET status='pending', lease_owner=NULL WHERE status='leased'"
+                    " AND lease_owner=?",
+                    (owner,),
+                )
+            except (ValueError, PermissionError):
+                pass  # another machine's worker, or another user's: its lease expires
+
+    def others_leasing(self, stage: str) -> int:
+        """Jobs of ``stage`` that other live workers hold."""
+        self._reclaim_dead()
+        row = self.conn.execute(
+            "SELECT COUNT(*) FROM jobs WHERE stage=? AND status='leased' AND lease_owner!=?"
+            " AND lease_expires >= ?",
+            (stage, self.owner, time.time()),
+        ).fetchone()
+        return int(row[0])
 
     def fail_job(self, job_id: str, error: str) -> None:
         """Mark a job failed with its reason; its paid calls stay in the cache."""

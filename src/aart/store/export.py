@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,13 +35,18 @@ def csv_safe(value: Any) -> Any:
 
 def write_jsonl(rows: Iterable[dict[str, Any]], path: Path) -> int:
     n = 0
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp = _tmp(path)
     with tmp.open("w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
             n += 1
     tmp.replace(path)
     return n
+
+
+def _tmp(path: Path) -> Path:
+    """A temporary name of this process's own: two writers never share one."""
+    return path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -70,7 +76,7 @@ def write_csv(
     rows: Sequence[dict[str, Any]], path: Path, columns: Sequence[str] | None = None
 ) -> None:
     cols = list(columns) if columns else _columns(rows)
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp = _tmp(path)
     with tmp.open("w", encoding="utf-8", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
@@ -85,7 +91,7 @@ def write_parquet(rows: Sequence[dict[str, Any]], path: Path) -> None:
 
     cols = _columns(rows) or ["prompt"]
     table = pa.table({c: [_flat(r.get(c)) for r in rows] for c in cols})
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp = _tmp(path)
     pq.write_table(table, tmp)
     tmp.replace(path)
 

@@ -26,15 +26,19 @@ class RunInUse(UsageError):
 
 
 class DirLock:
-    def __init__(self, path: Path) -> None:
+    """``shared``: workers that split a run's jobs by lease (`aart generate`, `aart attack`)
+    share the directory; every other writer needs it alone."""
+
+    def __init__(self, path: Path, shared: bool = False) -> None:
         self.path = path
+        self.shared = shared
         self._fd: int | None = None
 
     def acquire(self) -> None:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         if fcntl is not None:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
             except BlockingIOError:
                 holder = _describe(os.read(fd, 4096))
                 os.close(fd)
@@ -58,9 +62,29 @@ class DirLock:
             self._fd = None
 
 
-def dir_lock(root: Path) -> DirLock:
+def dir_lock(root: Path, shared: bool = False) -> DirLock:
     """The lock of a run (or attack, or baseline) directory."""
-    return DirLock(root / "run.db.lock")
+    return DirLock(root / "run.db.lock", shared)
+
+
+class OutputLock:
+    """Held (waiting for it) while a process writes a run's output files, so cooperating
+    workers write them one at a time."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / "outputs.lock"
+        self._fd: int | None = None
+
+    def __enter__(self) -> OutputLock:
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        if fcntl is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def _describe(raw: bytes) -> str:

@@ -83,9 +83,10 @@ class Run:
         return cls(root, loaded, db)
 
     @classmethod
-    def open(cls, root: str | Path, *, lock: bool = True) -> Run:
+    def open(cls, root: str | Path, *, lock: bool | str = True) -> Run:
         """Open an existing run directory (its frozen recipe may have been edited); a reader
-        that writes nothing passes ``lock=False`` and may run beside a writer."""
+        that writes nothing passes ``lock=False`` and may run beside a writer; a worker that
+        takes jobs by lease (generate) passes ``lock="shared"`` and may run beside others."""
         root = Path(root)
         if not (root / "recipe.yaml").exists() or not (root / "run.db").exists():
             raise UsageError(
@@ -94,7 +95,7 @@ class Run:
         return cls._open(root, lock)
 
     @classmethod
-    def _open(cls, root: Path, lock: bool | DirLock) -> Run:
+    def _open(cls, root: Path, lock: bool | str | DirLock) -> Run:
         db = RunDB(root / "run.db", lock=lock)
         try:
             loaded = load_recipe(root / "recipe.yaml", db.get_meta("size") or None)
