@@ -39,7 +39,7 @@ def paid_calls(out):
     return n
 
 
-def test_a_second_process_is_refused_and_nothing_is_paid_twice(tmp_path):
+def test_a_second_run_is_refused_a_generate_joins_and_nothing_is_paid_twice(tmp_path):
     server = FakeOpenAIServer(latency=1.0).start()
     try:
         recipe, out = slow_recipe(tmp_path, server), tmp_path / "run"
@@ -49,14 +49,23 @@ def test_a_second_process_is_refused_and_nothing_is_paid_twice(tmp_path):
         deadline = time.time() + 60
         while len(server.requests) < 2 and time.time() < deadline:
             time.sleep(0.02)
-        for second_cmd in (cmd, [sys.executable, "-m", "aart", "generate", str(out)]):
-            second = subprocess.run(second_cmd, env=env, capture_output=True, text=True, timeout=60)
-            assert second.returncode == 2, second.stderr
-            assert "is in use by another aart process" in second.stderr
-            assert f"pid {first.pid}: aart run" in second.stderr
-            assert "Traceback" not in second.stderr
+        # another `aart run` would redo Steps 1 and 2: refused, naming the holder
+        second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        assert second.returncode == 2, second.stderr
+        assert "is in use by another aart process" in second.stderr
+        assert f"pid {first.pid}: aart run" in second.stderr
+        assert "Traceback" not in second.stderr
+        # an `aart generate` joins the run's Step 3 as a worker
+        joined = subprocess.run(
+            [sys.executable, "-m", "aart", "generate", str(out)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert joined.returncode == 0, joined.stderr
         assert first.wait(timeout=120) == 0
-        assert paid_calls(out) == len(server.requests) == 6  # one process's calls, no more
+        assert paid_calls(out) == len(server.requests) == 6  # one run's calls, no more
         aart.run(recipe, out=out)  # the directory is free again once the first has finished
     finally:
         server.stop()
@@ -72,7 +81,7 @@ def test_the_lock_dies_with_its_holder(tmp_path):
         while len(server.requests) < 2 and time.time() < deadline:
             time.sleep(0.02)
         with pytest.raises(RunInUse):
-            aart.generate(out)
+            aart.define(recipe, out)  # a writer that needs the directory alone
         # a reader (aart evaluate --run) takes no lock and may look beside the writer
         from aart.store.rundir import Run
 

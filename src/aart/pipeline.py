@@ -199,6 +199,8 @@ def run(
         plan = scope_run(r, r.model_for("generate", model))
         if on_plan:
             on_plan(plan)
+        if r.db.lock is not None:
+            r.db.lock.share()  # Step 3 takes jobs by lease: `aart generate` workers may join
         stats = _generate(r, model, no_cache, progress, base_url, mix_models)
         usage = r.db.call_totals()
         outputs = {

@@ -56,6 +56,12 @@ class DirLock:
         os.write(fd, json.dumps(info).encode())
         self._fd = fd
 
+    def share(self) -> None:
+        """From alone to shared: `aart run`, past Step 2, lets `aart generate` workers join."""
+        if self._fd is not None and fcntl is not None and not self.shared:
+            fcntl.flock(self._fd, fcntl.LOCK_SH)
+            self.shared = True
+
     def release(self) -> None:
         if self._fd is not None:
             os.close(self._fd)  # closing drops the flock
