@@ -1,5 +1,5 @@
-"""Peak RSS while running N pending jobs through the real job path (run.db -> bounded pool ->
-model -> records). Memory must not grow with N. Usage: bench_memory.py [N ...]"""
+"""Peak RSS while running N pending jobs through the real job path (run.db leases -> job
+runner -> model -> records). Memory must not grow with N. Usage: bench_memory.py [N ...]"""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from aart.llm import GenerateConfig, Message, get_model
-from aart.runner import run_pool
+from aart.runner import run_jobs
 from aart.store.db import RunDB
 
 
@@ -31,7 +31,7 @@ def one(n: int) -> None:
             db.complete_job(jid, [(f"{jid}:0", "bench", {"text": out.text})])
 
         t = time.perf_counter()
-        asyncio.run(run_pool(db.pending_jobs("bench"), work, 64))
+        asyncio.run(run_jobs(db, "bench", work, 64))
         elapsed = time.perf_counter() - t
         done = db.job_counts("bench").get("done", 0)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

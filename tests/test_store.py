@@ -20,14 +20,21 @@ def test_jobs_complete_atomically_and_without_duplicates(tmp_path):
     db.add_jobs("s", [(f"j{i}", {"i": i}) for i in range(1200)])
     db.add_jobs("s", [("j0", {"i": 0})])  # idempotent
     assert db.job_counts("s") == {"pending": 1200}
-    pending = list(db.pending_jobs("s", chunk=100))
-    assert len(pending) == 1200 and pending[0] == ("j0", {"i": 0})
+    first = db.claim_jobs("s", 100, ttl=60)
+    assert len(first) == 100 and first[0] == ("j0", {"i": 0})
+    other = RunDB(tmp_path / "run.db", lock=False)  # a second worker takes the next ones
+    assert other.claim_jobs("s", 100, ttl=60)[0] == ("j100", {"i": 100})
+    assert other.others_leasing("s") == 100
+    other.drop_leases()
+    other.close()
     db.complete_job("j0", [("j0:0", "s", {"x": 1}), ("j0:1", "s.bad", {"x": 2})])
     db.complete_job("j0", [("j0:0", "s", {"x": 1})])
     assert list(db.records("s")) == [{"x": 1}]
     assert list(db.records("s.bad")) == [{"x": 2}]
+    assert db.job_counts("s") == {"done": 1, "leased": 99, "pending": 1100}
+    db.drop_leases()  # a stopping worker gives its unfinished jobs back
     assert db.job_counts("s") == {"done": 1, "pending": 1199}
-    assert len(list(db.pending_jobs("s"))) == 1199
+    assert len(db.claim_jobs("s", 5000, ttl=60)) == 1199
     cols = [r[1] for r in db.conn.execute("PRAGMA table_info(jobs)")]
     assert "tries" not in cols  # dropped by migration 2: it was written, never read
 

@@ -199,33 +199,27 @@ class RunDB:
         ).fetchall()
         return {s: n for s, n in rows}
 
-    def pending_jobs(self, stage: str, chunk: int = 512) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Jobs still to run, in insertion order, read in chunks so memory stays flat. Failed
-        jobs are not among them until :meth:`requeue_failed`."""
-        last = 0
-        while True:
-            rows = self.conn.execute(
-                "SELECT rowid, id, payload FROM jobs WHERE stage=? AND status='pending'"
-                " AND rowid>? ORDER BY rowid LIMIT ?",
-                (stage, last, chunk),
-            ).fetchall()
-            if not rows:
-                return
-            for rowid, jid, payload in rows:
-                last = rowid
-                yield jid, json.loads(payload)
-
-    def claim_jobs(self, stage: str, n: int, ttl: float) -> list[tuple[str, dict[str, Any]]]:
-        """Lease up to ``n`` jobs to run: pending ones, or ones whose lease expired (their
-        worker died), atomically across processes."""
-        self._reclaim_dead()
+    def claim_jobs(
+        self, stage: str, n: int, ttl: float
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Lease up to ``n`` jobs to run: pending ones first, then ones whose worker is gone
+        or whose lease expired, atomically across processes. Both lookups go through the
+        (stage, status) index, so taking a job costs the same with 10 or 10 million done."""
         now = time.time()
         with self.transaction():
             rows = self.conn.execute(
-                "SELECT id, payload FROM jobs WHERE stage=? AND (status='pending' OR"
-                " (status='leased' AND lease_expires < ?)) ORDER BY rowid LIMIT ?",
-                (stage, now, n),
+                "SELECT id, payload FROM jobs WHERE stage=? AND status='pending'"
+                " ORDER BY rowid LIMIT ?",
+                (stage, n),
             ).fetchall()
+            if len(rows) < n:
+                self._reclaim_dead(stage)
+                rows += self.conn.execute(
+                    "SELECT id, payload FROM jobs WHERE stage=? AND status IN ('pending',"
+                    " 'leased') AND (status='pending' OR lease_expires < ?) AND id NOT IN"
+                    " (SELECT value FROM json_each(?)) ORDER BY rowid LIMIT ?",
+                    (stage, now, json.dumps([r[0] for r in rows]), n - len(rows)),
+                ).fetchall()
             self.conn.executemany(
                 "UPDATE jobs SET status='leased', lease_owner=?, lease_expires=? WHERE id=?",
                 ((self.owner, now + ttl, jid) for jid, _ in rows),
@@ -246,12 +240,13 @@ class RunDB:
             (self.owner,),
         )
 
-    def _reclaim_dead(self) -> None:
+    def _reclaim_dead(self, stage: str) -> None:
         """Leases of workers on this machine that are gone (killed): pending again at once,
         without waiting for them to expire."""
         owners = self.conn.execute(
-            "SELECT DISTINCT lease_owner FROM jobs WHERE status='leased' AND lease_owner!=?",
-            (self.owner,),
+            "SELECT DISTINCT lease_owner FROM jobs WHERE stage=? AND status='leased'"
+            " AND lease_owner!=?",
+            (stage, self.owner),
         ).fetchall()
         for (owner,) in owners:
             try:
@@ -267,7 +262,7 @@ class RunDB:
 
     def others_leasing(self, stage: str) -> int:
         """Jobs of ``stage`` that other live workers hold."""
-        self._reclaim_dead()
+        self._reclaim_dead(stage)
         row = self.conn.execute(
             "SELECT COUNT(*) FROM jobs WHERE stage=? AND status='leased' AND lease_owner!=?"
             " AND lease_expires >= ?",
