@@ -196,24 +196,26 @@ def attack_command(
     """Send every prompt of DATASET to the target, judge the responses and report the
     attack-success rate overall, per axis value and per pair of axes. Re-running the same
     command resumes."""
+    out = judging.pop("out")
+    # what the attack is, shared by the dry run and the run itself
+    settings: dict[str, Any] = dict(
+        target=target,
+        system_prompt=system_prompt,
+        max_tokens=max_tokens,
+        limit=limit,
+        concurrency=concurrency,
+        prices=dict(parse_price(p) for p in prices),
+        text_column=text_column,
+        axis_columns=parse_mapping(axes, "--axis"),
+        annotation_columns=parse_mapping(annotations, "--annotation"),
+        strategies=list(strategies),
+        attacker=attacker,
+        max_rounds=max_rounds,
+        max_turns=max_turns,
+        **judging,
+    )
     if dry_run:
-        est = pipeline.attack_dry_run(
-            dataset,
-            target=target,
-            system_prompt=system_prompt,
-            max_tokens=max_tokens,
-            limit=limit,
-            text_column=text_column,
-            axis_columns=parse_mapping(axes, "--axis"),
-            annotation_columns=parse_mapping(annotations, "--annotation"),
-            strategies=list(strategies),
-            attacker=attacker,
-            max_rounds=max_rounds,
-            max_turns=max_turns,
-            judge=judging["judge"],
-            classifier=judging["classifier"],
-            recipe=judging["recipe"],
-        )
+        est = pipeline.attack_dry_run(dataset, **settings)
         click.echo("strategy               prompts  target  attacker  judge     tokens")
         for r in est:
             bound = " (at most)" if r["upper_bound"] else ""
@@ -231,25 +233,13 @@ def attack_command(
     with progress_bars() as bars:
         f = pipeline.attack(
             dataset,
-            target=target,
-            system_prompt=system_prompt,
-            max_tokens=max_tokens,
-            limit=limit,
-            concurrency=concurrency,
+            out=out,
             baseline=baseline,
             progress=bars,
             min_judged=min_judged,
-            prices=dict(parse_price(p) for p in prices),
-            text_column=text_column,
-            axis_columns=parse_mapping(axes, "--axis"),
-            annotation_columns=parse_mapping(annotations, "--annotation"),
-            strategies=list(strategies),
-            attacker=attacker,
-            max_rounds=max_rounds,
-            max_turns=max_turns,
-            **judging,
+            **settings,
         )
-    show_findings(f, judging["out"], min_judged, fail_above)
+    show_findings(f, out, min_judged, fail_above)
 
 
 @click.command("rejudge")

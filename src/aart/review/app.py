@@ -29,6 +29,7 @@ CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
+PAGES = {RECORD: "records", VERDICT: "verdicts"}
 MAX_NOTE = 4000
 MAX_EDIT = 20000
 
@@ -132,6 +133,24 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
     def keep_query(request: Request) -> str:
         return ("?" + urlencode(dict(request.query_params))) if request.query_params else ""
 
+    def neighbours(request: Request, kind: str, i: int) -> tuple[str, str]:
+        """The previous and next links among the records the filters keep."""
+        idx = filtered(request, kind)
+        pos = idx.index(i) if i in idx else -1
+        base, q = PAGES[kind], keep_query(request)
+        prev_link = next_link = ""
+        if pos > 0:
+            prev_link = f"<a id='prev' href='/{base}/{idx[pos - 1]}{q}'>previous (k)</a>"
+        if 0 <= pos < len(idx) - 1:
+            next_link = f"<a id='next' href='/{base}/{idx[pos + 1]}{q}'>next (j)</a>"
+        return prev_link, next_link
+
+    def onward(request: Request, kind: str, i: int) -> Response:
+        """After a save: the next record the filters keep (or this one, the last)."""
+        after = [j for j in filtered(request, kind) if j > i]
+        target = after[0] if after else i
+        return RedirectResponse(f"/{PAGES[kind]}/{target}{keep_query(request)}", status_code=303)
+
     async def records(request: Request) -> Response:
         idx = filtered(request, RECORD)
         if not idx:
@@ -145,17 +164,8 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
         r = review.records[i]
         mine = review.mine(RECORD)
         label = mine.get(r["id"], {})
-        idx = filtered(request, RECORD)
-        pos = idx.index(i) if i in idx else -1
         q = keep_query(request)
-        prev_link = (
-            f"<a id='prev' href='/records/{idx[pos - 1]}{q}'>previous (k)</a>" if pos > 0 else ""
-        )
-        next_link = (
-            f"<a id='next' href='/records/{idx[pos + 1]}{q}'>next (j)</a>"
-            if 0 <= pos < len(idx) - 1
-            else ""
-        )
+        prev_link, next_link = neighbours(request, RECORD, i)
         cells = "".join(
             f"<tr><th>{esc(a)}</th><td>{esc(v)}</td>"
             f"<td>{esc(r['annotations'].get(a, ''))}</td></tr>"
@@ -229,10 +239,7 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
                 "exclude": bool(form.get("exclude")),
             },
         )
-        idx = filtered(request, RECORD)
-        after = [j for j in idx if j > i]
-        target = after[0] if after else i
-        return RedirectResponse(f"/records/{target}{keep_query(request)}", status_code=303)
+        return onward(request, RECORD, i)
 
     async def verdicts(request: Request) -> Response:
         if not review.verdicts:
@@ -250,17 +257,8 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
         vid = verdict_id(r)
         mine = review.mine(VERDICT)
         label = mine.get(vid, {})
-        idx = filtered(request, VERDICT)
-        pos = idx.index(i) if i in idx else -1
         q = keep_query(request)
-        prev_link = (
-            f"<a id='prev' href='/verdicts/{idx[pos - 1]}{q}'>previous (k)</a>" if pos > 0 else ""
-        )
-        next_link = (
-            f"<a id='next' href='/verdicts/{idx[pos + 1]}{q}'>next (j)</a>"
-            if 0 <= pos < len(idx) - 1
-            else ""
-        )
+        prev_link, next_link = neighbours(request, VERDICT, i)
         judges = "".join(
             f"<tr><td>{esc(j)}</td><td>{esc({True: 'violates', False: 'safe', None: 'unjudged'}[v['violates']])}"
             f"</td><td>{esc(v.get('category') or '')}</td><td>{esc(v.get('rationale') or v.get('error') or '')}</td></tr>"
@@ -305,9 +303,7 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
                 "note": str(form.get("note") or "")[:MAX_NOTE],
             },
         )
-        after = [j for j in filtered(request, VERDICT) if j > i]
-        target = after[0] if after else i
-        return RedirectResponse(f"/verdicts/{target}{keep_query(request)}", status_code=303)
+        return onward(request, VERDICT, i)
 
     async def summary(request: Request) -> Response:
         d = review.dataset_figures()

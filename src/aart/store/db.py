@@ -199,9 +199,7 @@ class RunDB:
         ).fetchall()
         return {s: n for s, n in rows}
 
-    def claim_jobs(
-        self, stage: str, n: int, ttl: float
-    ) -> list[tuple[str, dict[str, Any]]]:
+    def claim_jobs(self, stage: str, n: int, ttl: float) -> list[tuple[str, dict[str, Any]]]:
         """Lease up to ``n`` jobs to run: pending ones first, then ones whose worker is gone
         or whose lease expired, atomically across processes. Both lookups go through the
         (stage, status) index, so taking a job costs the same with 10 or 10 million done."""
