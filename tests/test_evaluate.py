@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import aart
 from aart.evaluate import evaluate, load_dataset
@@ -310,3 +312,62 @@ def test_keyword_matching_table(value, text, matches):
 
     m = KeywordMatcher({"axis": [Value(value=value)]})
     assert bool(m.match(text)) is matches
+
+
+_WORDS = [
+    "poem",
+    "poems",
+    "Story",
+    "short",
+    "stories",
+    "how",
+    "to",
+    "how-to",
+    "new",
+    "york",
+    "city",
+    "café",
+    "CAFÉ",
+    "straße",
+    "ｆｕｌｌ",
+    "full",
+    "guide",
+    "«guide»",
+    "e-mail",
+    "_",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(_WORDS), max_size=12), min_size=1, max_size=40),
+    st.sampled_from([" ", ", ", "  ", "\n", "-", "!? "]),
+)
+def test_batch_matcher_counts_what_each_text_holds(docs, sep):
+    """The batched (polars) matcher counts exactly what a plain substring search of every
+    padded pattern in every normalized text finds: ASCII and non-ASCII texts, overlapping
+    patterns, values sharing a form."""
+    from aart.evaluate.keywords import normalize_for_match
+
+    values = {
+        "formats": [Value(value="poem"), Value(value="short story"), Value(value="how-to guide")],
+        "places": [Value(value="new york"), Value(value="york city"), Value(value="café")],
+        "other": [Value(value="poems"), Value(value="full guide", aliases=["straße"])],
+    }
+    texts = [sep.join(d) for d in docs]
+    m = KeywordMatcher(values)
+    n, counts, any_hit = m.count(texts)
+    expected = [[0] * len(v) for v in values.values()]
+    expected_any = [0] * len(values)
+    for text in texts:
+        norm = normalize_for_match(text)
+        hit_axes = set()
+        for ai, vals in enumerate(values.values()):
+            for vi, v in enumerate(vals):
+                forms = {f for p in [v.value, *v.aliases] for f in inflections(p)}
+                if any(f" {f} " in norm for f in forms):
+                    expected[ai][vi] += 1
+                    hit_axes.add(ai)
+        for ai in hit_axes:
+            expected_any[ai] += 1
+    assert (n, counts, any_hit) == (len(texts), expected, expected_any)

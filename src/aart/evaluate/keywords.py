@@ -1,13 +1,14 @@
-"""Keyword coverage in one pass: an Aho-Corasick automaton over every value (with aliases and
-the inflections that belong to it) of every axis, matched on Unicode word boundaries in NFC,
-casefolded text."""
+"""Keyword coverage in one pass: an Aho-Corasick automaton (polars', in Rust) over every value
+(with aliases and the inflections that belong to it) of every axis, matched on Unicode word
+boundaries in NFKC, casefolded text."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-import ahocorasick
+import numpy as np
+import polars as pl
 
 from ..recipe import Value
 from ..textsim import fold
@@ -62,47 +63,132 @@ def inflections(phrase: str) -> set[str]:
     return {" ".join([*head, f]) for f in forms}
 
 
+# Texts are matched this many at a time: big enough that polars' streaming engine keeps both
+# cores busy, small enough that a batch's matches stay some tens of megabytes.
+BATCH = 262_144
+
+# ASCII text (most prompts) is normalized in polars; the rest (NFKC, casefolding) in Python.
+_FAST_NORMALIZED = (
+    pl.lit(" ")
+    + pl.col("text").str.to_lowercase().str.replace_all("[^a-z0-9]+", " ").str.strip_chars(" ")
+    + pl.lit(" ")
+)
+
+
+Texts = Sequence[str] | pl.Series
+
+
+def _text_frame(texts: Texts) -> pl.LazyFrame:
+    """Row number and text, with :func:`normalize_for_match` already applied (column ``pre``)
+    where the text is not ASCII."""
+    s = texts if isinstance(texts, pl.Series) else pl.Series(texts, dtype=pl.String)
+    s = s.rename("text").fill_null("")
+    pre = pl.Series("pre", [None] * len(s), dtype=pl.String)
+    other = (s.str.len_bytes() != s.str.len_chars()).arg_true()
+    if other.len():
+        pre = pre.scatter(other, [normalize_for_match(t) for t in s.gather(other).to_list()])
+    return pl.LazyFrame([s, pre]).with_row_index("row")
+
+
 class KeywordMatcher:
-    """Find which values of which axes a text mentions."""
+    """Find which values of which axes a text mentions. Matching runs over whole batches of
+    texts in polars' Aho-Corasick (Rust) on its streaming engine: no Python loop per text or
+    per match."""
 
     def __init__(self, values: Mapping[str, Sequence[Value]]) -> None:
         self.axes = list(values)
         self.values = {axis: [v.value for v in vals] for axis, vals in values.items()}
-        self._auto = ahocorasick.Automaton()
-        table: dict[str, set[tuple[int, int]]] = {}
-        for ai, (_axis, vals) in enumerate(values.items()):
+        # value number across all axes, and the axis of each
+        self._axis_of = np.array(
+            [ai for ai, vals in enumerate(values.values()) for _ in vals], dtype=np.int64
+        )
+        first = np.cumsum([0, *(len(vals) for vals in values.values())])
+        table: dict[str, set[int]] = {}
+        for ai, vals in enumerate(values.values()):
             for vi, v in enumerate(vals):
                 for phrase in [v.value, *v.aliases]:
                     for form in inflections(phrase):
-                        table.setdefault(f" {form} ", set()).add((ai, vi))
-        for pattern, targets in table.items():
-            self._auto.add_word(pattern, tuple(sorted(targets)))
+                        table.setdefault(f" {form} ", set()).add(int(first[ai]) + vi)
+        self._first = first
+        self._patterns = sorted(table)
+        self._enum = pl.Enum(self._patterns)
+        self._targets = pl.LazyFrame(
+            [(pid, code) for pid, p in enumerate(self._patterns) for code in sorted(table[p])],
+            schema={"pid": pl.UInt32, "code": pl.Int64},
+            orient="row",
+        )
         self.patterns = len(table)
-        if table:
-            self._auto.make_automaton()
+
+    def _keys(self, texts: Texts) -> np.ndarray:
+        """row * values + value number, once for every value a text mentions."""
+        if not self.patterns or not len(texts):
+            return np.zeros(0, dtype=np.int64)
+        # Patterns are padded with spaces, so overlapping matches must all be reported:
+        # " new york " and " york city " share the space between them.
+        hits = (
+            pl.coalesce("pre", _FAST_NORMALIZED)
+            .str.extract_many(self._patterns, overlapping=True)
+            .alias("hit")
+        )
+        query = (
+            _text_frame(texts)
+            .select("row", hits)
+            .explode("hit")
+            .drop_nulls("hit")
+            .select(
+                "row", pl.col("hit").cast(self._enum).to_physical().cast(pl.UInt32).alias("pid")
+            )
+            .join(self._targets, on="pid")
+            .select(
+                (pl.col("row").cast(pl.Int64) * len(self._axis_of) + pl.col("code")).alias("key")
+            )
+        )
+        # a text naming a value in two forms counts once (faster here than inside the query)
+        return query.collect(engine="streaming")["key"].unique().to_numpy()
+
+    def pairs(self, texts: Texts) -> list[tuple[int, int, int]]:
+        """(text index, axis index, value index) for every value a text mentions, once each."""
+        keys = self._keys(texts)
+        rows, codes = np.divmod(keys, len(self._axis_of))
+        axes = self._axis_of[codes]
+        return sorted(
+            zip(rows.tolist(), axes.tolist(), (codes - self._first[axes]).tolist(), strict=True)
+        )
 
     def match(self, text: str) -> set[tuple[int, int]]:
         """(axis index, value index) pairs mentioned in ``text``."""
-        if not self.patterns:
-            return set()
-        found: set[tuple[int, int]] = set()
-        for _, targets in self._auto.iter(normalize_for_match(text)):
-            found.update(targets)
-        return found
+        return {(ai, vi) for _, ai, vi in self.pairs([text])}
 
-    def count(self, texts: Iterable[str]) -> tuple[int, list[list[int]], list[int]]:
+    def count(
+        self, texts: Iterable[str] | Iterable[pl.Series]
+    ) -> tuple[int, list[list[int]], list[int]]:
         """(number of texts, per axis per value the number of texts mentioning it,
-        per axis the number of texts mentioning any value)."""
-        counts = [[0] * len(self.values[a]) for a in self.axes]
-        any_hit = [0] * len(self.axes)
+        per axis the number of texts mentioning any value). ``texts`` is strings, or batches
+        of them as polars Series (columns read from a file never become Python strings)."""
+        n_values, n_axes = len(self._axis_of), len(self.axes)
+        per_value = np.zeros(n_values, dtype=np.int64)
+        per_axis = np.zeros(n_axes, dtype=np.int64)
         n = 0
-        for text in texts:
-            n += 1
-            hits = self.match(text)
-            axes_hit = set()
-            for ai, vi in hits:
-                counts[ai][vi] += 1
-                axes_hit.add(ai)
-            for ai in axes_hit:
-                any_hit[ai] += 1
-        return n, counts, any_hit
+        for batch in batched(texts, BATCH):
+            n += len(batch)
+            keys = self._keys(batch)
+            rows, codes = np.divmod(keys, max(n_values, 1))
+            per_value += np.bincount(codes, minlength=n_values)
+            row_axis = pl.Series(rows * n_axes + self._axis_of[codes]).unique().to_numpy()
+            per_axis += np.bincount(row_axis % max(n_axes, 1), minlength=n_axes)
+        counts = [per_value[self._first[a] : self._first[a + 1]].tolist() for a in range(n_axes)]
+        return n, counts, per_axis.tolist()
+
+
+def batched(items: Iterable[str] | Iterable[pl.Series], size: int) -> Iterator[Texts]:
+    batch: list[str] = []
+    for item in items:
+        if isinstance(item, pl.Series):
+            yield item
+            continue
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
