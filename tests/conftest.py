@@ -89,3 +89,31 @@ def assert_accounted(out: Path, stats) -> None:
     assert stats.requested == cells
     assert stats.prompts == len(rows) == len(slots)  # no cell filled twice
     assert stats.shortfall == cells - len(rows)
+
+
+def vllm_run_batch(base_url: str, requests: Path, results: Path) -> None:
+    """What `vllm run-batch -i requests -o results` does, against an OpenAI-compatible server:
+    every line's body goes to its chat endpoint, every answer (errors too) into results."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    out = []
+    for n, raw in enumerate(requests.read_text().splitlines()):
+        line = json.loads(raw)
+        assert line["method"] == "POST" and line["url"] == "/v1/chat/completions"
+        req = urllib.request.Request(
+            base_url.rstrip("/") + "/chat/completions",
+            data=json.dumps(line["body"]).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=600) as resp:
+                status, body = resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            status, body = e.code, json.loads(e.read() or b"{}")
+        response = {"status_code": status, "request_id": f"vllm-batch-{n}", "body": body}
+        out.append(
+            {"id": f"vllm-{n}", "custom_id": line["custom_id"], "response": response, "error": None}
+        )
+    results.write_text("".join(json.dumps(o) + "\n" for o in out))

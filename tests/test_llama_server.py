@@ -8,7 +8,7 @@ import json
 import sqlite3
 
 import pytest
-from conftest import assert_accounted, write_recipe
+from conftest import assert_accounted, vllm_run_batch, write_recipe
 from test_local_model import needs_embedded
 
 import aart
@@ -111,3 +111,32 @@ def test_attack_with_an_llm_judge_through_llama_cpp_python_server(llama_server, 
         "SELECT error FROM calls WHERE error IS NOT NULL"
     )
     assert all("before the answer finished" in e for (e,) in errors)
+
+
+@needs_embedded
+@pytest.mark.embedded
+def test_batch_files_through_llama_cpp_python_server(llama_server, tmp_path):
+    """The requests `aart batch export` writes are ones a real server answers; its 500 for
+    json_schema comes back as an error line and the next export asks in the next mode. The
+    same server has no batch API, which --batch says plainly."""
+    recipe = write_recipe(tmp_path, RECIPE.format(base_url=llama_server))
+    out = tmp_path / "run"
+    aart.define(recipe, out)
+    aart.scope(out)
+    with pytest.raises(aart.AartError, match="offers no batch API"):
+        aart.generate(out, batch=aart.BatchSettings(poll=0.05))
+    result = aart.batch_export(out)
+    modes = []
+    for _ in range(8):
+        if result.stats is not None:
+            break
+        ((path, model, n),) = result.exported
+        first = json.loads(path.read_text().splitlines()[0])["body"]
+        modes.append((first.get("response_format") or {}).get("type"))
+        results = path.with_name("results-" + path.name)
+        vllm_run_batch(llama_server, path, results)
+        result = aart.batch_export(out, import_from=results)
+    assert result.stats is not None and result.stats.prompts >= 1
+    assert modes[:2] == ["json_schema", "json_object"]  # the fallback, as online
+    for line in (out / "dataset.jsonl").read_text().splitlines():
+        assert json.loads(line)["provenance"]["model"] == "openai/qwen"

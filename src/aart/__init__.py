@@ -1,7 +1,8 @@
 """aart: AI-assisted red-teaming with diverse, annotated adversarial data generation.
 
 The Python API mirrors the CLI: :func:`run`, :func:`define`, :func:`scope`, :func:`generate`,
-:func:`topup`, :func:`baseline`, :func:`attack`, :func:`rejudge`.
+:func:`topup`, :func:`baseline`, :func:`attack`, :func:`rejudge`; batches through a server's
+batch API with ``batch=BatchSettings(...)``, or through files with :func:`batch_export`.
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -12,10 +13,13 @@ except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0"
 
 from .errors import AartError  # noqa: E402
+from .llm.batch import BatchSettings  # noqa: E402
 from .pipeline import (  # noqa: E402
+    BatchFiles,
     RunResult,
     attack,
     baseline,
+    batch_export,
     define,
     dry_run,
     generate,
@@ -28,10 +32,13 @@ from .pipeline import (  # noqa: E402
 
 __all__ = [
     "AartError",
+    "BatchFiles",
+    "BatchSettings",
     "RunResult",
     "__version__",
     "attack",
     "baseline",
+    "batch_export",
     "define",
     "dry_run",
     "generate",

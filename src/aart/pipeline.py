@@ -14,11 +14,13 @@ from typing import Any, Literal, TypeVar
 
 from .errors import BudgetError, EndpointDown, UsageError
 from .llm import Model, ModelOptions, Price
+from .llm.batch import BatchSettings
 from .llm.factory import ModelFactory
 from .llm.providers.base import provider_names
 from .recipe import load_recipe
 from .redteam.attack import AttackConfig
 from .redteam.findings import Findings
+from .runner import Exported
 from .steps.baseline import BaselineStats, load_pool, run_baseline
 from .steps.common import preflight, recipe_budget, recipe_prices, run_models
 from .steps.define import define_report, define_run
@@ -99,13 +101,16 @@ def generate(
     progress: Progress | None = None,
     base_url: str | None = None,
     mix_models: bool = False,
+    batch: BatchSettings | None = None,
 ) -> GenerateStats:
     """Step 3: generate the dataset for the blueprint (resuming finished attempts), with the
     model the run was made with unless ``model`` says otherwise; adding prompts of another
-    model to a dataset needs ``mix_models``."""
+    model to a dataset needs ``mix_models``. With ``batch``, the calls go through the
+    server's batch API (or are exported for ``vllm run-batch``: then :class:`Exported` is
+    raised with the files written)."""
     with Run.open(run_dir, lock="shared") as run:  # other `aart generate` workers may join
         before = run.db.call_totals()
-        stats = _generate(run, model, no_cache, progress, base_url, mix_models)
+        stats = _generate(run, model, no_cache, progress, base_url, mix_models, batch)
         after = run.db.call_totals()
         stats.spent_now = {k: after[k] - before[k] for k in after}
         return stats
@@ -118,6 +123,7 @@ def _generate(
     progress: Progress | None,
     base_url: str | None = None,
     mix_models: bool = False,
+    batch: BatchSettings | None = None,
 ) -> GenerateStats:
     name = run.model_for("generate", model)
     before = run.models_used().get("generate")
@@ -128,12 +134,19 @@ def _generate(
             f"{before}) to keep {before}, or pass --mix-models to mix them on purpose"
         )
     models = run_models(run, use_cache=not no_cache, base_url=base_url)
+    if batch is not None:
+        models.batch = batch.queue(run.db, models.budget)
     m = _stage_model(run, models, "generate", model)
     verifier: Model | None = None
     if any(d.verify == "llm" for d in run.recipe.dimensions.values()):
         verifier = _stage_model(run, models, "verify", model)
+    if models.batch is not None and m.batch is None:
+        raise UsageError(
+            f"--batch needs an OpenAI-compatible model (openai/..., on a server with "
+            f"/v1/files and /v1/batches, or vllm run-batch); {name} is not one"
+        )
     tick = progress(f"generate on {name}", len(run.read_blueprint())) if progress else None
-    stats = asyncio.run(_closing(models, generate_run(run, m, tick, verifier)))
+    stats = asyncio.run(_closing(models, generate_run(run, m, tick, verifier, models.batch)))
     stats.model = name
     return stats
 
@@ -187,11 +200,14 @@ def run(
     on_plan: Callable[[Plan], None] | None = None,
     base_url: str | None = None,
     mix_models: bool = False,
+    batch: BatchSettings | None = None,
 ) -> RunResult:
-    """Define, scope and generate in one go. Re-running with the same ``out`` resumes."""
+    """Define, scope and generate in one go. Re-running with the same ``out`` resumes. With
+    ``batch``, Step 3 goes through the server's batch API (Steps 1 and 2 are a few calls,
+    made online)."""
     start = time.perf_counter()
     root = Path(out or default_out(recipe, size))
-    _check_planned_budget(recipe, model, size)
+    _check_planned_budget(recipe, model, size, batch is not None)
     preflight(load_recipe(recipe, size).recipe, model, base_url)  # before creating anything
     with Run.create_or_resume(root, recipe, size) as r:
         before = r.db.call_totals()
@@ -201,7 +217,7 @@ def run(
             on_plan(plan)
         if r.db.lock is not None:
             r.db.lock.share()  # Step 3 takes jobs by lease: `aart generate` workers may join
-        stats = _generate(r, model, no_cache, progress, base_url, mix_models)
+        stats = _generate(r, model, no_cache, progress, base_url, mix_models, batch)
         usage = r.db.call_totals()
         outputs = {
             name: str(root / name)
@@ -229,7 +245,9 @@ def run(
         return result
 
 
-def _check_planned_budget(recipe: str | Path, model: str | None, size: str | None) -> None:
+def _check_planned_budget(
+    recipe: str | Path, model: str | None, size: str | None, batch: bool = False
+) -> None:
     """Refuse, before Step 1 spends anything (or the run directory exists), a run whose
     estimate exceeds the budget, or whose cost cap has no price to count against."""
     r = load_recipe(recipe, size).recipe
@@ -238,7 +256,7 @@ def _check_planned_budget(recipe: str | Path, model: str | None, size: str | Non
         factory.check_priced(model or r.models.for_stage(stage))
     if r.budget.max_calls is None and r.budget.max_tokens is None:
         return
-    est = dry_run(recipe, model=model, size=size)
+    est = dry_run(recipe, model=model, size=size, batch=batch)
     if est["over_budget"]:
         raise BudgetError(
             "the run is over budget before any call: "
@@ -274,6 +292,7 @@ def attack(
     attacker: str | None = None,
     max_rounds: int | None = None,
     max_turns: int | None = None,
+    batch: BatchSettings | None = None,
 ) -> Findings:
     """Attack ``target`` with every prompt of ``dataset`` (under every strategy), judge the
     responses, write OUT/report.html, report.md, attack.json and failures.jsonl; returns the
@@ -303,6 +322,7 @@ def attack(
             attacker=attacker,
             max_rounds=max_rounds,
             max_turns=max_turns,
+            batch=batch,
         ),
         out=out,
         baseline=baseline,
@@ -334,6 +354,7 @@ def attack_config(
     attacker: str | None = None,
     max_rounds: int | None = None,
     max_turns: int | None = None,
+    batch: BatchSettings | None = None,
 ) -> AttackConfig:
     """The attack's settings: the recipe's policy, system prompt, prices, budget and
     strategies (the dataset's run recipe by default), overridden by the arguments."""
@@ -383,6 +404,7 @@ def attack_config(
         max_rounds=max_rounds or (section.max_rounds if section else 3),
         max_turns=max_turns or (section.max_turns if section else 4),
         recipe=str(recipe) if recipe is not None else None,
+        batch=batch,
     )
 
 
@@ -512,6 +534,52 @@ def topup(
             attempts_per_value=attempts_per_value,
             axes=axes,
         )
+
+
+@dataclass
+class BatchFiles:
+    """Where Step 3 stands after `aart batch export` or `import`."""
+
+    #: the dataset's figures, once no request waits any more
+    stats: GenerateStats | None = None
+    #: files written for `vllm run-batch`: (path, model, requests)
+    exported: list[tuple[Path, str, int]] = field(default_factory=list)
+    #: requests exported earlier whose answers are not imported yet
+    waiting: int = 0
+    #: (answers stored, exported requests the file left unanswered: exported again)
+    imported: tuple[int, int] | None = None
+
+
+def batch_export(
+    run_dir: str | Path,
+    *,
+    out: str | Path | None = None,
+    model: str | None = None,
+    import_from: str | Path | None = None,
+) -> BatchFiles:
+    """Step 3 through files: run the jobs as far as the answers known so far take them (after
+    storing those of ``import_from``, a `vllm run-batch` output file), and write the requests
+    they need next to ``out`` (default RUN/batches/requests-N.jsonl) in the OpenAI batch
+    format. When nothing more is needed, the dataset is written as by :func:`generate`."""
+    root = Path(run_dir)
+    if import_from is not None and not Path(import_from).is_file():
+        raise UsageError(f"{import_from} does not exist: give the output file of vllm run-batch")
+    if out is None:
+        n = len(list((root / "batches").glob("requests-*.jsonl"))) + 1
+        out = root / "batches" / f"requests-{n}.jsonl"
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    settings = BatchSettings(
+        export_to=Path(out), import_from=Path(import_from) if import_from else None
+    )
+    result = BatchFiles()
+    with Run.open(run_dir, lock="shared") as run:
+        try:
+            result.stats = _generate(run, model, False, None, None, False, settings)
+        except Exported as e:
+            result.exported, result.waiting = e.files, e.waiting
+    if settings.made is not None:
+        result.imported = settings.made.imported
+    return result
 
 
 def values(run_dir: str | Path, *, attack: str | Path | None = None) -> dict[str, Any]:

@@ -7,9 +7,13 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .errors import EndpointDown, ProviderError
+from .llm.batch import Deferred
+
+if TYPE_CHECKING:
+    from .llm.batch import BatchQueue
 
 T = TypeVar("T")
 
@@ -48,18 +52,54 @@ LEASE_SECONDS = 60.0
 POLL_SECONDS = 0.2
 
 
+class Exported(Exception):  # noqa: N818 - not an error: the work waits for vllm run-batch
+    """Batch mode with export: the requests the jobs need are written for ``vllm run-batch``;
+    ``files`` is [(path, model, requests)]."""
+
+    def __init__(self, files: list[tuple[Any, str, int]], waiting: int) -> None:
+        self.files = files
+        #: requests exported earlier whose answers were not imported yet
+        self.waiting = waiting
+        super().__init__(f"{sum(n for _, _, n in files)} requests exported")
+
+
 async def run_jobs(
     db: JobStore,
     stage: str,
     worker: Callable[[tuple[str, dict[str, Any]]], Awaitable[None]],
     concurrency: int,
+    batch: BatchQueue | None = None,
 ) -> int:
     """Run the jobs of ``stage``, taking them by lease, so any number of processes on the
     same run directory split them and none is done twice. Returns when no job is left to take
     and no other worker holds one (its results may call for more work). A job whose call
     fails for good is marked failed with its reason and the others go on (re-running retries
     it); an endpoint that is down, a spent budget or Ctrl-C stops them all (this worker's
-    unfinished jobs are given back). Returns how many jobs failed."""
+    unfinished jobs are given back). Returns how many jobs failed.
+
+    With ``batch``, calls without an answer yet are queued and their jobs wait: the queued
+    requests go out as batches and the jobs run again once the answers are in, until none
+    waits (or, when the queue exports, :class:`Exported` is raised after the first round)."""
+    if batch is None:
+        return await _run_round(db, stage, worker, concurrency)
+    await batch.resume()  # answers to import, batches an earlier invocation submitted
+    failed = 0
+    while True:
+        failed += await _run_round(db, stage, worker, concurrency)
+        if batch.export_to is not None and (batch.queued() or batch.exported()):
+            waiting = batch.exported()
+            raise Exported(batch.export(batch.export_to), waiting)
+        if not batch.queued():
+            return failed
+        await batch.flush()
+
+
+async def _run_round(
+    db: JobStore,
+    stage: str,
+    worker: Callable[[tuple[str, dict[str, Any]]], Awaitable[None]],
+    concurrency: int,
+) -> int:
     failed = 0
     taken: deque[tuple[str, dict[str, Any]]] = deque()
 
@@ -80,6 +120,8 @@ async def run_jobs(
         while (job := await take()) is not None:
             try:
                 await worker(job)
+            except Deferred:
+                pass  # its call waits for a batch: the job stays leased until the round ends
             except EndpointDown:
                 raise
             except ProviderError as e:

@@ -14,6 +14,8 @@ from ..evaluate.data import parse_mapping
 from ..llm import Price
 from ..redteam.findings import Findings
 from .common import (
+    batch_options,
+    batch_settings,
     column_options,
     echo_kv,
     failed_job_lines,
@@ -172,6 +174,7 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
     help="Estimate calls and tokens per strategy; call nothing, write nothing.",
 )
 @column_options
+@batch_options
 def attack_command(
     dataset: str,
     target: str,
@@ -191,6 +194,8 @@ def attack_command(
     fail_above: float | None,
     min_judged: float,
     prices: tuple[str, ...],
+    batch: bool,
+    batch_poll: float,
     **judging: Any,
 ) -> None:
     """Send every prompt of DATASET to the target, judge the responses and report the
@@ -212,6 +217,7 @@ def attack_command(
         attacker=attacker,
         max_rounds=max_rounds,
         max_turns=max_turns,
+        batch=batch_settings(batch, batch_poll),
         **judging,
     )
     if dry_run:

@@ -10,6 +10,7 @@ import click
 from .. import __version__
 from ..errors import AartError
 from .attack_cmd import attack_command, rejudge_command
+from .batch_cmd import batch_command
 from .endpoints_cmd import endpoints_command
 from .evaluate_cmd import evaluate_command
 from .extra_cmd import baseline_command, topup_command, values_command
@@ -37,6 +38,7 @@ for command in (
     topup_command,
     values_command,
     baseline_command,
+    batch_command,
     recipes_command,
     init_command,
     endpoints_command,

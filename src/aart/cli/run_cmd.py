@@ -13,6 +13,8 @@ from ..errors import BudgetError
 from ..steps.scope import Plan
 from .common import (
     base_url_option,
+    batch_options,
+    batch_settings,
     echo_kv,
     echo_samples,
     generation_lines,
@@ -31,7 +33,11 @@ def dry_run_text(e: dict[str, Any]) -> str:
         cost = "unpriced (add prices: to the recipe)"
     else:
         cost = f"${e['cost']:.4f}" if e["cost"] else "$0 (no paid model)"
-    if e["seconds"] is None:
+    if e.get("batch"):
+        cost += " (Step 3 at the batch price)"
+    if e.get("batch"):
+        time = "the server's batch window (up to 24h)"
+    elif e["seconds"] is None:
         time = "unknown (set models.tokens_per_second)"
     else:
         m, s = divmod(int(e["seconds"]), 60)
@@ -69,6 +75,7 @@ def dry_run_text(e: dict[str, Any]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="With --dry-run: the estimate as JSON.")
 @base_url_option
 @mix_models_option
+@batch_options
 def run_command(
     recipe: str,
     model: str | None,
@@ -79,13 +86,15 @@ def run_command(
     as_json: bool,
     base_url: str | None,
     mix_models: bool,
+    batch: bool,
+    batch_poll: float,
 ) -> None:
     """Run the three AART steps on RECIPE (a path or a built-in name, see `aart recipes`).
 
     Running the same command again on the same --out resumes instead of starting over.
     """
     if dry_run:
-        est = pipeline.dry_run(recipe, model=model, size=size)
+        est = pipeline.dry_run(recipe, model=model, size=size, batch=batch)
         click.echo(json.dumps(est, indent=2) if as_json else dry_run_text(est))
         if est["over_budget"]:
             click.echo(f"over budget: {'; '.join(est['over_budget'])}", err=True)
@@ -108,6 +117,7 @@ def run_command(
             no_cache=no_cache,
             progress=bars,
             on_plan=show_plan,
+            batch=batch_settings(batch, batch_poll),
         )
     s, u = result.stats, result.usage
     click.echo(f"\naart run finished in {result.seconds:.1f}s: {result.root}")

@@ -10,6 +10,8 @@ import click
 from .. import pipeline
 from .common import (
     base_url_option,
+    batch_options,
+    batch_settings,
     echo_kv,
     echo_samples,
     generation_lines,
@@ -68,8 +70,15 @@ def scope_command(run_dir: str, model: str | None, force: bool) -> None:
 @no_cache_option
 @base_url_option
 @mix_models_option
+@batch_options
 def generate_command(
-    run_dir: str, model: str | None, no_cache: bool, base_url: str | None, mix_models: bool
+    run_dir: str,
+    model: str | None,
+    no_cache: bool,
+    base_url: str | None,
+    mix_models: bool,
+    batch: bool,
+    batch_poll: float,
 ) -> None:
     """Step 3: generate the dataset for RUN/blueprint.jsonl; resumes finished attempts. Uses
     the model the run was made with, unless --model says otherwise."""
@@ -81,6 +90,7 @@ def generate_command(
             progress=bars,
             base_url=base_url,
             mix_models=mix_models,
+            batch=batch_settings(batch, batch_poll),
         )
     click.echo(f"dataset: {run_dir}/dataset.jsonl")
     echo_kv([*generation_lines(s), ("spent now", usage_line(s.spent_now))])

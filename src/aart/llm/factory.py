@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from .limits import Budget, Price
 from .model import CallStore, Model
 from .providers.base import ModelAPI, ModelOptions, create_api
+
+if TYPE_CHECKING:
+    from .batch import BatchQueue
 
 # Providers whose calls cost nothing, so a cost cap needs no price for them. Attack targets
 # behind their own API (http/) or in Python (python/) are the application, not a model we pay
@@ -29,6 +33,8 @@ class ModelFactory:
     #: where the prices and budget come from, for messages ("the recipe", "--price")
     source: str = "the recipe"
     made: list[Model] = field(default_factory=list)
+    #: batch mode: the OpenAI-compatible models built here are answered by batches
+    batch: BatchQueue | None = None
 
     def check_priced(self, name: str) -> None:
         """A cost cap needs a price: refuse, before any call, a capped run of an unpriced
@@ -68,6 +74,9 @@ class ModelFactory:
             price=self.prices.get(name, Price()),
             budget=self.budget,
         )
+        if self.batch is not None and self.batch.accepts(api):
+            m.batch = self.batch
+            self.batch.register(m)
         self.made.append(m)
         return m
 

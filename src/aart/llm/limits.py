@@ -64,13 +64,27 @@ class RateLimiter:
 
 @dataclass(frozen=True)
 class Price:
-    """US dollars per million tokens."""
+    """US dollars per million tokens; ``batch_*`` through a batch API (None: the online
+    price)."""
 
     input: float = 0.0
     output: float = 0.0
+    batch_input: float | None = None
+    batch_output: float | None = None
 
     def cost(self, usage: Usage) -> float:
         return (usage.prompt_tokens * self.input + usage.completion_tokens * self.output) / 1e6
+
+    def batch(self) -> Price:
+        """The price of a request sent in a batch."""
+        return Price(
+            self.input if self.batch_input is None else self.batch_input,
+            self.output if self.batch_output is None else self.batch_output,
+        )
+
+    @property
+    def has_batch_price(self) -> bool:
+        return self.batch_input is not None or self.batch_output is not None
 
 
 class BudgetExhausted(RuntimeFailure):
@@ -120,8 +134,18 @@ class Budget:
             "continue"
         )
 
+    def room(self) -> int | None:
+        """How many more calls the caps allow (None: no call cap); raises BudgetExhausted when
+        none. A batch is paid as a whole, so it holds no more requests than this."""
+        self.check()
+        return None if self.max_calls is None else self.max_calls - self.calls - self.in_flight
+
     def spend(self, usage: Usage, cost: float) -> None:
         self.in_flight = max(0, self.in_flight - 1)
+        self.add(usage, cost)
+
+    def add(self, usage: Usage, cost: float) -> None:
+        """Count a call paid outside the reserve/spend pairing (a batch's answers)."""
         self.calls += 1
         self.tokens += usage.total_tokens
         self.cost += cost

@@ -9,7 +9,7 @@ import json
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from ..errors import (
     ContentRejected,
@@ -24,6 +24,9 @@ from .limits import Budget, Price, RateLimiter, RetryPolicy
 from .providers.base import ModelAPI, ModelOptions, create_api
 from .structured import parse_json, schema_errors
 from .types import GenerateConfig, Message, ModelOutput, RawResponse, Usage, estimate_tokens
+
+if TYPE_CHECKING:
+    from .batch import BatchQueue
 
 
 @dataclass
@@ -110,6 +113,16 @@ class Model:
         self._failed_in_a_row = 0
         #: why the endpoint is considered down; once set, every call raises EndpointDown
         self.down: str | None = None
+        #: batch mode: calls are answered by batches (see aart.llm.batch), not sent one by one
+        self.batch: BatchQueue | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """What names the endpoint in cache keys: the decoding mode changes answers, so it is
+        part of it."""
+        return self.api.endpoint + (
+            f"|decoding={self.options.decoding}" if self.options.decoding else ""
+        )
 
     async def generate(
         self,
@@ -124,11 +137,7 @@ class Model:
         ``parsed``; with ``validate`` it must also satisfy the schema. Invalid answers are
         recorded and retried ``structured_retries`` times, then raise StructuredOutputError."""
         config = config or GenerateConfig()
-        # The decoding mode changes answers, so it is part of what names the endpoint.
-        endpoint = self.api.endpoint + (
-            f"|decoding={self.options.decoding}" if self.options.decoding else ""
-        )
-        key = cache_key(endpoint, messages, config, schema)
+        key = cache_key(self.endpoint, messages, config, schema)
         if not (self.use_cache and self.store is not None):
             return await self._generate(key, messages, config, schema, validate, tag)
         hit = self._cached(key, schema)
@@ -186,7 +195,7 @@ class Model:
                 cfg = GenerateConfig(
                     config.temperature, config.max_tokens, config.seed + 7919 * attempt, config.stop
                 )
-            raw, latency = await self._call(messages, cfg, schema)
+            raw, latency = await self._call(messages, cfg, schema, tag)
             out = ModelOutput(
                 text=raw.text,
                 usage=raw.usage,
@@ -204,7 +213,10 @@ class Model:
                             error = "schema: " + "; ".join(errs)
                 except ValueError as e:
                     error = f"unparseable: {e}"
-            out.call_id = self._record(key, raw, latency, error, tag)
+            if raw.call_id is not None:  # paid for when its batch was imported
+                out.call_id = raw.call_id
+            else:
+                out.call_id = self._record(key, raw, latency, error, tag)
             if error is None:
                 if self.use_cache and self.store is not None:
                     self.store.cache_put(
@@ -229,11 +241,19 @@ class Model:
         )
 
     async def _call(
-        self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
+        self,
+        messages: list[Message],
+        config: GenerateConfig,
+        schema: dict[str, Any] | None,
+        tag: str | None = None,
     ) -> tuple[RawResponse, float]:
         """One logical call: rate limit, concurrency slot, and retries on transient errors.
         A call that fails for good raises ProviderError (that job's failure), or EndpointDown
-        when the endpoint itself is unusable."""
+        when the endpoint itself is unusable. In batch mode, the answer a batch brought, or
+        Deferred."""
+        if self.batch is not None:
+            key = cache_key(self.endpoint, messages, config, schema)
+            return self.batch.answer(self, key, messages, config, schema, tag), 0.0
         attempt = 0
         while True:
             if self.down is not None:

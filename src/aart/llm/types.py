@@ -52,6 +52,8 @@ class RawResponse:
     ttft: float | None = None
     #: the usage is counted by aart (the server sent none), not reported by the server
     estimated: bool = False
+    #: the call was recorded (paid) already: a batch's answer, recorded when imported
+    call_id: int | None = None
 
 
 @dataclass

@@ -203,6 +203,12 @@ class Budget(Strict):
 class PriceSpec(Strict):
     input: float = Field(0.0, ge=0, description="USD per million prompt tokens")
     output: float = Field(0.0, ge=0, description="USD per million completion tokens")
+    batch_input: float | None = Field(
+        None, ge=0, description="USD per million prompt tokens sent in a batch (--batch)"
+    )
+    batch_output: float | None = Field(
+        None, ge=0, description="USD per million completion tokens answered in a batch"
+    )
 
 
 class AttackSection(Strict):

@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import ConfigError, EndpointDown, ProviderError, UsageError
 from ..evaluate.data import load_dataset, read_rows
 from ..llm import Budget, ModelOptions, Price
+from ..llm.batch import BatchSettings
 from ..llm.factory import ModelFactory
 from ..llm.http_status import is_retryable
 from ..runner import run_jobs
@@ -62,6 +63,8 @@ class AttackConfig:
     max_turns: int = 4
     #: the recipe the settings came from (for the values never attacked)
     recipe: str | None = None
+    #: send the target's and judges' calls through their server's batch API (--batch)
+    batch: BatchSettings | None = None
 
     def settings(self) -> dict[str, Any]:
         """What the verdicts of an attack directory depend on, besides the prompts: a re-run
@@ -167,6 +170,8 @@ class Attack:
                 budget=self.budget,
                 source="the recipe or --price",
             )
+            if config.batch is not None:
+                self.models.batch = config.batch.queue(self.db, self.budget)
             if config.replay:
                 replay = ReplayAPI(
                     config.target, saved_responses(Path(config.replay)), config.options
@@ -286,7 +291,13 @@ class Attack:
         self.db.add_jobs(STAGE, ((self._job_id(r), r) for r in self.records))
         self.db.set_job_status((jid for jid, _, _ in self.db.failed_jobs(STAGE)), "pending")
         try:
-            await run_jobs(self.db, STAGE, self._work, self.target.concurrency)
+            batch = self.models.batch
+            if batch is not None and not batch.models:
+                raise UsageError(
+                    "--batch needs a target or judge that is an OpenAI-compatible model "
+                    "(openai/...) on a server with /v1/files and /v1/batches"
+                )
+            await run_jobs(self.db, STAGE, self._work, self.target.concurrency, batch)
         finally:
             await self.models.aclose()
         return self.findings()

@@ -47,7 +47,10 @@ def preflight(recipe: Recipe, model: str | None, base_url: str | None = None) ->
 
 
 def recipe_prices(recipe: Recipe) -> dict[str, Price]:
-    return {name: Price(p.input, p.output) for name, p in recipe.prices.items()}
+    return {
+        name: Price(p.input, p.output, p.batch_input, p.batch_output)
+        for name, p in recipe.prices.items()
+    }
 
 
 def recipe_budget(recipe: Recipe, spent: dict[str, Any] | None = None) -> Budget:

@@ -20,12 +20,13 @@ KNOWN_SPEEDS = {"local": 20.0, "fake": float("inf")}
 
 
 def dry_run(
-    recipe: str | Path, *, model: str | None = None, size: str | None = None
+    recipe: str | Path, *, model: str | None = None, size: str | None = None, batch: bool = False
 ) -> dict[str, Any]:
     """Estimate calls, tokens, cost and time of a whole run without calling any model, and
     check them against the budget: enumerated dimensions are stood in for by placeholders of
     the requested counts. ``cost`` is None for a model without a price; ``seconds`` is None
-    when the model's speed is unknown (``models.tokens_per_second`` gives it)."""
+    when the model's speed is unknown (``models.tokens_per_second`` gives it). With
+    ``batch``, Step 3 is priced at the batch price and its time is the server's to decide."""
     loaded = load_recipe(recipe, size)
     r = loaded.recipe
     define_model = model or r.models.for_stage("define")
@@ -59,8 +60,8 @@ def dry_run(
     total_calls = define_calls + len(blueprint)
     total_tokens = define_tokens + prompt + completion
     cost = _priced(r, define_model, define_tokens - define_completion, define_completion)
-    gen_cost = _priced(r, gen_model, prompt, completion)
-    seconds = _seconds(r, gen_model, define_completion + completion)
+    gen_cost = _priced(r, gen_model, prompt, completion, batch)
+    seconds = None if batch else _seconds(r, gen_model, define_completion + completion)
     b = r.budget
     over = []
     if b.max_calls is not None and total_calls > b.max_calls:
@@ -88,15 +89,19 @@ def dry_run(
         "seconds": seconds,
         "budget": b.model_dump(),
         "over_budget": over,
+        "batch": batch,
     }
 
 
-def _priced(r: Recipe, name: str, prompt: int, completion: int) -> float | None:
+def _priced(
+    r: Recipe, name: str, prompt: int, completion: int, batch: bool = False
+) -> float | None:
     if name.startswith(FREE_PROVIDERS):
         return 0.0
     if name not in r.prices:
         return None
-    return recipe_prices(r)[name].cost(Usage(prompt, completion))
+    price = recipe_prices(r)[name]
+    return (price.batch() if batch else price).cost(Usage(prompt, completion))
 
 
 def _seconds(r: Recipe, name: str, completion: int) -> float | None:

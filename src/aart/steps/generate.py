@@ -14,6 +14,7 @@ from typing import Any
 from ..cells import attempt_values
 from ..errors import ContentRejected, StructuredOutputError
 from ..llm import GenerateConfig, Model
+from ..llm.batch import BatchQueue
 from ..recipe import Recipe
 from ..refusal import prompt_is_refusal, reply_refuses
 from ..runner import run_jobs
@@ -73,6 +74,8 @@ class GenerateStats:
     model: str = ""
     #: what this invocation spent (calls, tokens, cost), when known
     spent_now: dict[str, Any] = field(default_factory=dict)
+    #: batches this invocation submitted (--batch)
+    batches: int = 0
 
     @property
     def valid_rate(self) -> float:
@@ -169,9 +172,11 @@ class Generator:
         model: Model,
         progress: Callable[[], None] | None = None,
         verifier: CellVerifier | None = None,
+        batch: BatchQueue | None = None,
     ) -> None:
         self.run = run
         self.model = model
+        self.batch = batch
         self.progress = progress
         self.recipe = run.recipe
         self.blueprint = run.read_blueprint()
@@ -469,7 +474,7 @@ class Generator:
         self.run.db.set_job_status(failed, "superseded")
         self._add_round(0, self._needs(self.dataset()[0]), {})
         for round_ in range(self.recipe.generate.max_topups + 1):
-            await run_jobs(self.run.db, STAGE, self._work, self.model.concurrency)
+            await run_jobs(self.run.db, STAGE, self._work, self.model.concurrency, self.batch)
             if round_ == self.recipe.generate.max_topups:
                 break
             kept, _, _, avoid = self.dataset()
@@ -480,6 +485,7 @@ class Generator:
         with OutputLock(self.run.root):  # cooperating workers write one at a time
             kept, duplicates, stats, _ = self.dataset()
             self.write_outputs(kept, duplicates, stats)
+        stats.batches = self.batch.submitted if self.batch is not None else 0
         return stats
 
     def write_outputs(
@@ -529,8 +535,9 @@ async def generate_run(
     model: Model,
     progress: Callable[[], None] | None = None,
     verifier_model: Model | None = None,
+    batch: BatchQueue | None = None,
 ) -> GenerateStats:
     """Run Step 3 for the run's blueprint (resuming finished jobs), verify every prompt against
-    its cell, and write the dataset."""
+    its cell, and write the dataset. With ``batch``, the calls go through batches."""
     verifier = CellVerifier(run.recipe, scoped_values(run), verifier_model)
-    return await Generator(run, model, progress, verifier).run_all()
+    return await Generator(run, model, progress, verifier, batch).run_all()

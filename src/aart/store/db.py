@@ -59,6 +59,23 @@ MIGRATIONS = [
     ALTER TABLE jobs ADD COLUMN lease_owner TEXT;
     ALTER TABLE jobs ADD COLUMN lease_expires REAL;
     """,
+    # 5: requests sent through a batch API (or exported for `vllm run-batch`), the batches,
+    # and the answers they brought back (see aart.llm.batch and store.batches)
+    """
+    CREATE TABLE batch_requests (
+        key TEXT PRIMARY KEY, custom_id TEXT NOT NULL UNIQUE, model TEXT NOT NULL,
+        endpoint TEXT NOT NULL, body TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'queued',
+        batch_id TEXT, tries INTEGER NOT NULL DEFAULT 0, status INTEGER, result TEXT,
+        call_id INTEGER
+    );
+    CREATE INDEX batch_requests_state ON batch_requests(state, endpoint);
+    CREATE INDEX batch_requests_batch ON batch_requests(batch_id);
+    CREATE TABLE batches (
+        id TEXT PRIMARY KEY, submission TEXT NOT NULL, endpoint TEXT NOT NULL,
+        model TEXT NOT NULL, state TEXT NOT NULL, requests INTEGER NOT NULL,
+        created_at REAL NOT NULL, info TEXT
+    );
+    """,
 ]
 
 

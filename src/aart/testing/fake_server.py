@@ -27,6 +27,13 @@ Set ``reject_formats`` (e.g. {"json_schema"}) to answer ``reject_status`` (400) 
 response formats, like a server without structured output; llama-cpp-python's server answers
 json_schema with a 500 validation error, which ``reject_status = 500`` imitates.
 
+The OpenAI file and batch endpoints are there too: ``POST /v1/files`` (multipart upload),
+``GET /v1/files/{id}/content``, ``POST /v1/batches``, ``GET /v1/batches/{id}`` and
+``GET /v1/batches``. A batch answers each line as the chat endpoint would (rules, script,
+rejected formats), after ``batch_delay`` seconds; ``batch_expire_after = k`` lets the next
+batch answer only k requests and end "expired", the rest in its error file. ``batches`` keeps
+every batch created.
+
 Run standalone (for benchmarks): ``python -m aart.testing.fake_server --port 8765 --latency 0.2``.
 """
 
@@ -35,8 +42,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import email.parser
+import email.policy
 import json
 import threading
+import time
 from collections import deque
 from typing import Any
 
@@ -70,6 +80,13 @@ class FakeOpenAIServer:
         self._waiting = 0
         self.reject_formats: set[str] = set()
         self.reject_status = 400
+        #: the file and batch endpoints
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.batch_delay = 0.05
+        self.batch_expire_after: int | None = None
+        #: chat requests answered inside batches
+        self.batch_requests: list[dict[str, Any]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
         self._thread: threading.Thread | None = None
@@ -114,6 +131,9 @@ class FakeOpenAIServer:
         if method == "GET" and path.endswith("/models"):
             self._send(writer, 200, {"data": [{"id": "fake", "object": "model"}]})
             return True
+        if "/files" in path or "/batches" in path:
+            self._batch_api(method, path, headers, body, writer)
+            return True
         if not (method == "POST" and path.endswith("/chat/completions")):
             self._send(writer, 404, {"error": {"message": f"no route {path}"}})
             return True
@@ -131,9 +151,7 @@ class FakeOpenAIServer:
             )
             self._send(writer, self.reject_status, {"error": {"message": message}})
             return True
-        said = " ".join(str(m.get("content", "")) for m in req.get("messages", []))
-        ruled = [a for t, a in self.rules if t in said]
-        action = ruled[0] if ruled else self.script.popleft() if self.script else {}
+        action = self._action(req)
         if action.get("drop"):
             await asyncio.sleep(self.latency + float(action.get("delay", 0)))
             return False
@@ -148,8 +166,7 @@ class FakeOpenAIServer:
         content = action.get("content")
         if content is None:
             content = self._answer(req)
-        prompt_chars = sum(len(m.get("content", "")) for m in req.get("messages", []))
-        usage = {"prompt_tokens": prompt_chars // 4 + 1, "completion_tokens": len(content) // 4 + 1}
+        usage = self._usage(req, content)
         if req.get("stream"):
             # the stream's headers go out at once, as real servers send them; the tokens come
             # when a slot is free (queueing) and the latency has passed
@@ -169,6 +186,123 @@ class FakeOpenAIServer:
             self.ran += 1
         self._send(writer, 200, self._completion(req, content, usage, action))
         return True
+
+    def _action(self, req: dict[str, Any]) -> dict[str, Any]:
+        """What to do with a chat request: the first rule its messages match, else the next
+        scripted action, else a plain answer ({})."""
+        said = " ".join(str(m.get("content", "")) for m in req.get("messages", []))
+        ruled = [a for t, a in self.rules if t in said]
+        return ruled[0] if ruled else self.script.popleft() if self.script else {}
+
+    @staticmethod
+    def _usage(req: dict[str, Any], content: str) -> dict[str, int]:
+        prompt_chars = sum(len(m.get("content", "")) for m in req.get("messages", []))
+        return {"prompt_tokens": prompt_chars // 4 + 1, "completion_tokens": len(content) // 4 + 1}
+
+    # -- files and batches --------------------------------------------------------------------
+    def _batch_api(
+        self, method: str, path: str, headers: dict[str, str], body: bytes, writer: Any
+    ) -> None:
+        parts = path.split("?")[0].rstrip("/").split("/")
+        if method == "POST" and parts[-1] == "files":
+            fields = _multipart(headers.get("content-type", ""), body)
+            if "file" not in fields:
+                self._send(writer, 400, {"error": {"message": "no file field"}})
+                return
+            fid = f"file-{len(self.files) + 1}"
+            self.files[fid] = fields["file"]
+            self._send(
+                writer,
+                200,
+                {"id": fid, "object": "file", "bytes": len(fields["file"]), "purpose": "batch"},
+            )
+        elif method == "GET" and parts[-1] == "content" and parts[-2] in self.files:
+            self._send_bytes(writer, self.files[parts[-2]])
+        elif method == "POST" and parts[-1] == "batches":
+            req = json.loads(body or b"{}")
+            if req.get("input_file_id") not in self.files:
+                self._send(writer, 400, {"error": {"message": "unknown input_file_id"}})
+                return
+            bid = f"batch_{len(self.batches) + 1}"
+            lines = self.files[req["input_file_id"]].splitlines()
+            batch = {
+                "id": bid,
+                "object": "batch",
+                "endpoint": req.get("endpoint"),
+                "input_file_id": req["input_file_id"],
+                "completion_window": req.get("completion_window"),
+                "status": "validating",
+                "output_file_id": None,
+                "error_file_id": None,
+                "created_at": int(time.time()),
+                "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+                "metadata": req.get("metadata") or {},
+            }
+            self.batches[bid] = batch
+            asyncio.get_running_loop().create_task(self._run_batch(batch, lines))
+            self._send(writer, 200, batch)
+        elif method == "GET" and parts[-1] == "batches":
+            self._send(writer, 200, {"object": "list", "data": list(self.batches.values())})
+        elif method == "GET" and parts[-1] in self.batches:
+            self._send(writer, 200, self.batches[parts[-1]])
+        else:
+            self._send(writer, 404, {"error": {"message": f"no route {path}"}})
+
+    async def _run_batch(self, batch: dict[str, Any], lines: list[bytes]) -> None:
+        await asyncio.sleep(self.batch_delay)
+        batch["status"] = "in_progress"
+        await asyncio.sleep(self.batch_delay)
+        out: list[dict[str, Any]] = []
+        errors: list[dict[str, Any]] = []
+        counts = batch["request_counts"]
+        expire_after, self.batch_expire_after = self.batch_expire_after, None
+        for n, raw in enumerate(lines):
+            line = json.loads(raw)
+            if expire_after is not None and n >= expire_after:
+                error = {"code": "batch_expired", "message": "not run before the batch expired"}
+                errors.append({"custom_id": line["custom_id"], "response": None, "error": error})
+                continue
+            status, payload = self._batch_answer(line["body"])
+            result = {
+                "id": f"batch_req_{n}",
+                "custom_id": line["custom_id"],
+                "response": {"status_code": status, "request_id": f"req_{n}", "body": payload},
+                "error": None,
+            }
+            (out if status == 200 else errors).append(result)
+            counts["completed" if status == 200 else "failed"] += 1
+        for name, rows in (("output_file_id", out), ("error_file_id", errors)):
+            if rows:
+                fid = f"file-{len(self.files) + 1}"
+                self.files[fid] = b"".join(json.dumps(r).encode() + b"\n" for r in rows)
+                batch[name] = fid
+        batch["status"] = "expired" if expire_after is not None else "completed"
+
+    def _batch_answer(self, req: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """(status, body) for one chat request of a batch."""
+        self.batch_requests.append(req)
+        fmt = (req.get("response_format") or {}).get("type")
+        if fmt and fmt in self.reject_formats:
+            return 400, {"error": {"message": f"response_format {fmt} unsupported"}}
+        action = self._action(req)
+        if "status" in action:
+            return int(action["status"]), action.get("body") or {"error": {"message": "injected"}}
+        content = action.get("content")
+        if content is None:
+            content = self._answer(req)
+        self.served += 1
+        self.ran += 1
+        return 200, self._completion(req, content, self._usage(req, content), action)
+
+    @staticmethod
+    def _send_bytes(writer: Any, data: bytes) -> None:
+        head = [
+            "HTTP/1.1 200 OK",
+            "Content-Type: application/octet-stream",
+            f"Content-Length: {len(data)}",
+            "Connection: keep-alive",
+        ]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
 
     def _completion(
         self, req: dict[str, Any], content: str, usage: dict[str, int], action: dict[str, Any]
@@ -332,6 +466,20 @@ class FakeOpenAIServer:
 
     def __exit__(self, *_: object) -> None:
         self.stop()
+
+
+def _multipart(content_type: str, body: bytes) -> dict[str, bytes]:
+    """The fields of a multipart/form-data body, by name."""
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        f"Content-Type: {content_type}\r\n\r\n".encode() + body
+    )
+    fields: dict[str, bytes] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True)
+        if name:
+            fields[str(name)] = payload if isinstance(payload, bytes) else b""
+    return fields
 
 
 def _cli() -> None:

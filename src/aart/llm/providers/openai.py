@@ -97,7 +97,7 @@ class OpenAIChatAPI(ModelAPI):
             self._client_loop = loop
         return self._client
 
-    def _body(
+    def request_body(
         self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
     ) -> dict[str, Any]:
         msgs = [{"role": m.role, "content": m.content} for m in messages]
@@ -133,7 +133,7 @@ class OpenAIChatAPI(ModelAPI):
         without streaming, ``timeout`` for the whole answer."""
         url = f"{self.base_url}/chat/completions"
         while True:
-            body = self._body(messages, config, schema)
+            body = self.request_body(messages, config, schema)
             if self.options.stream:
                 body["stream"] = True
                 body["stream_options"] = {"include_usage": True}
@@ -176,7 +176,7 @@ class OpenAIChatAPI(ModelAPI):
                 # The server rejected our response_format: fall back and remember it.
                 self.mode = MODES[MODES.index(self.mode) + 1]
                 continue
-            return self._parse(status, text, retry_after)
+            return self.parse_answer(status, text, retry_after)
 
     async def _read_stream(
         self, resp: aiohttp.ClientResponse, messages: list[Message], start: float
@@ -256,7 +256,8 @@ class OpenAIChatAPI(ModelAPI):
             estimated=estimated,
         )
 
-    def _parse(self, status: int, text: str, retry_after: str | None) -> RawResponse:
+    def parse_answer(self, status: int, text: str, retry_after: str | None = None) -> RawResponse:
+        """A chat-completion answer (online, or from a batch's output file)."""
         if status >= 400:
             raise status_error(
                 status,
