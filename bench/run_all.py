@@ -14,6 +14,7 @@ for script in (
     "bench_faithful.py",
     "bench_queueing.py",
     "bench_workers.py",
+    "bench_ray.py",
 ):
     print(f"== {script}", flush=True)
     subprocess.run([sys.executable, str(HERE / script)], check=True)

@@ -14,6 +14,7 @@ except PackageNotFoundError:  # running from a source tree
 
 from .errors import AartError  # noqa: E402
 from .llm.batch import BatchSettings  # noqa: E402
+from .llm.ray_executor import RaySettings  # noqa: E402
 from .pipeline import (  # noqa: E402
     BatchFiles,
     RunResult,
@@ -34,6 +35,7 @@ __all__ = [
     "AartError",
     "BatchFiles",
     "BatchSettings",
+    "RaySettings",
     "RunResult",
     "__version__",
     "attack",

@@ -17,6 +17,7 @@ from .llm import Model, ModelOptions, Price
 from .llm.batch import BatchSettings
 from .llm.factory import ModelFactory
 from .llm.providers.base import provider_names
+from .llm.ray_executor import RaySettings
 from .recipe import load_recipe
 from .redteam.attack import AttackConfig
 from .redteam.findings import Findings
@@ -102,15 +103,16 @@ def generate(
     base_url: str | None = None,
     mix_models: bool = False,
     batch: BatchSettings | None = None,
+    ray: RaySettings | None = None,
 ) -> GenerateStats:
     """Step 3: generate the dataset for the blueprint (resuming finished attempts), with the
     model the run was made with unless ``model`` says otherwise; adding prompts of another
     model to a dataset needs ``mix_models``. With ``batch``, the calls go through the
     server's batch API (or are exported for ``vllm run-batch``: then :class:`Exported` is
-    raised with the files written)."""
+    raised with the files written). With ``ray``, the calls run on a Ray cluster's workers."""
     with Run.open(run_dir, lock="shared") as run:  # other `aart generate` workers may join
         before = run.db.call_totals()
-        stats = _generate(run, model, no_cache, progress, base_url, mix_models, batch)
+        stats = _generate(run, model, no_cache, progress, base_url, mix_models, batch, ray)
         after = run.db.call_totals()
         stats.spent_now = {k: after[k] - before[k] for k in after}
         return stats
@@ -124,6 +126,7 @@ def _generate(
     base_url: str | None = None,
     mix_models: bool = False,
     batch: BatchSettings | None = None,
+    ray: RaySettings | None = None,
 ) -> GenerateStats:
     name = run.model_for("generate", model)
     before = run.models_used().get("generate")
@@ -134,8 +137,22 @@ def _generate(
             f"{before}) to keep {before}, or pass --mix-models to mix them on purpose"
         )
     models = run_models(run, use_cache=not no_cache, base_url=base_url)
+    if batch is not None and ray is not None:
+        raise UsageError("--batch and --executor ray do not go together: choose one")
     if batch is not None:
         models.batch = batch.queue(run.db, models.budget)
+    if ray is not None:
+        models.remote = ray.start()
+    try:
+        return _generate_with(run, models, name, model, progress)
+    finally:
+        if models.remote is not None:
+            models.remote.shutdown()
+
+
+def _generate_with(
+    run: Run, models: ModelFactory, name: str, model: str | None, progress: Progress | None
+) -> GenerateStats:
     m = _stage_model(run, models, "generate", model)
     verifier: Model | None = None
     if any(d.verify == "llm" for d in run.recipe.dimensions.values()):
@@ -201,10 +218,11 @@ def run(
     base_url: str | None = None,
     mix_models: bool = False,
     batch: BatchSettings | None = None,
+    ray: RaySettings | None = None,
 ) -> RunResult:
     """Define, scope and generate in one go. Re-running with the same ``out`` resumes. With
     ``batch``, Step 3 goes through the server's batch API (Steps 1 and 2 are a few calls,
-    made online)."""
+    made online). With ``ray``, Step 3's calls run on a Ray cluster's workers."""
     start = time.perf_counter()
     root = Path(out or default_out(recipe, size))
     _check_planned_budget(recipe, model, size, batch is not None)
@@ -217,7 +235,7 @@ def run(
             on_plan(plan)
         if r.db.lock is not None:
             r.db.lock.share()  # Step 3 takes jobs by lease: `aart generate` workers may join
-        stats = _generate(r, model, no_cache, progress, base_url, mix_models, batch)
+        stats = _generate(r, model, no_cache, progress, base_url, mix_models, batch, ray)
         usage = r.db.call_totals()
         outputs = {
             name: str(root / name)
@@ -293,6 +311,7 @@ def attack(
     max_rounds: int | None = None,
     max_turns: int | None = None,
     batch: BatchSettings | None = None,
+    ray: RaySettings | None = None,
 ) -> Findings:
     """Attack ``target`` with every prompt of ``dataset`` (under every strategy), judge the
     responses, write OUT/report.html, report.md, attack.json and failures.jsonl; returns the
@@ -323,6 +342,7 @@ def attack(
             max_rounds=max_rounds,
             max_turns=max_turns,
             batch=batch,
+            ray=ray,
         ),
         out=out,
         baseline=baseline,
@@ -355,6 +375,7 @@ def attack_config(
     max_rounds: int | None = None,
     max_turns: int | None = None,
     batch: BatchSettings | None = None,
+    ray: RaySettings | None = None,
 ) -> AttackConfig:
     """The attack's settings: the recipe's policy, system prompt, prices, budget and
     strategies (the dataset's run recipe by default), overridden by the arguments."""
@@ -405,6 +426,7 @@ def attack_config(
         max_turns=max_turns or (section.max_turns if section else 4),
         recipe=str(recipe) if recipe is not None else None,
         batch=batch,
+        ray=ray,
     )
 
 

@@ -18,9 +18,11 @@ from .common import (
     batch_settings,
     column_options,
     echo_kv,
+    executor_options,
     failed_job_lines,
     no_cache_option,
     progress_bars,
+    ray_settings,
     usage_line,
 )
 
@@ -175,6 +177,7 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
 )
 @column_options
 @batch_options
+@executor_options
 def attack_command(
     dataset: str,
     target: str,
@@ -196,6 +199,9 @@ def attack_command(
     prices: tuple[str, ...],
     batch: bool,
     batch_poll: float,
+    executor: str,
+    ray_address: str | None,
+    ray_cpus: int | None,
     **judging: Any,
 ) -> None:
     """Send every prompt of DATASET to the target, judge the responses and report the
@@ -218,6 +224,7 @@ def attack_command(
         max_rounds=max_rounds,
         max_turns=max_turns,
         batch=batch_settings(batch, batch_poll),
+        ray=ray_settings(executor, ray_address, ray_cpus),
         **judging,
     )
     if dry_run:

@@ -19,6 +19,7 @@ from rich.progress import (
 )
 
 from ..llm.batch import BatchSettings
+from ..llm.ray_executor import RaySettings
 
 model_option = click.option(
     "--model",
@@ -63,6 +64,43 @@ def batch_options(f: Any) -> Any:
 
 def batch_settings(batch: bool, batch_poll: float) -> BatchSettings | None:
     return BatchSettings(poll=batch_poll) if batch else None
+
+
+def executor_options(f: Any) -> Any:
+    """--executor, --ray-address and --ray-cpus, given to the command as ``ray``
+    (RaySettings or None)."""
+    f = click.option(
+        "--ray-cpus",
+        type=click.IntRange(1),
+        default=None,
+        metavar="N",
+        help="With --executor ray and no cluster address: CPUs of the local Ray instance.",
+    )(f)
+    f = click.option(
+        "--ray-address",
+        default=None,
+        metavar="ADDRESS",
+        help="With --executor ray: the cluster to join (default $RAY_ADDRESS, else a local "
+        "instance).",
+    )(f)
+    return click.option(
+        "--executor",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="Where the model calls run: in this process, or on a Ray cluster's workers "
+        "(pip install 'aart-redteam[ray]').",
+    )(f)
+
+
+def ray_settings(
+    executor: str, ray_address: str | None, ray_cpus: int | None
+) -> RaySettings | None:
+    if executor != "ray":
+        if ray_address or ray_cpus:
+            raise click.UsageError("--ray-address and --ray-cpus go with --executor ray")
+        return None
+    return RaySettings(address=ray_address, num_cpus=ray_cpus)
 
 
 no_cache_option = click.option(

@@ -17,11 +17,13 @@ from .common import (
     batch_settings,
     echo_kv,
     echo_samples,
+    executor_options,
     generation_lines,
     mix_models_option,
     model_option,
     no_cache_option,
     progress_bars,
+    ray_settings,
     size_option,
     usage_line,
 )
@@ -76,6 +78,7 @@ def dry_run_text(e: dict[str, Any]) -> str:
 @base_url_option
 @mix_models_option
 @batch_options
+@executor_options
 def run_command(
     recipe: str,
     model: str | None,
@@ -88,6 +91,9 @@ def run_command(
     mix_models: bool,
     batch: bool,
     batch_poll: float,
+    executor: str,
+    ray_address: str | None,
+    ray_cpus: int | None,
 ) -> None:
     """Run the three AART steps on RECIPE (a path or a built-in name, see `aart recipes`).
 
@@ -118,6 +124,7 @@ def run_command(
             progress=bars,
             on_plan=show_plan,
             batch=batch_settings(batch, batch_poll),
+            ray=ray_settings(executor, ray_address, ray_cpus),
         )
     s, u = result.stats, result.usage
     click.echo(f"\naart run finished in {result.seconds:.1f}s: {result.root}")

@@ -14,11 +14,13 @@ from .common import (
     batch_settings,
     echo_kv,
     echo_samples,
+    executor_options,
     generation_lines,
     mix_models_option,
     model_option,
     no_cache_option,
     progress_bars,
+    ray_settings,
     size_option,
     usage_line,
 )
@@ -71,6 +73,7 @@ def scope_command(run_dir: str, model: str | None, force: bool) -> None:
 @base_url_option
 @mix_models_option
 @batch_options
+@executor_options
 def generate_command(
     run_dir: str,
     model: str | None,
@@ -79,6 +82,9 @@ def generate_command(
     mix_models: bool,
     batch: bool,
     batch_poll: float,
+    executor: str,
+    ray_address: str | None,
+    ray_cpus: int | None,
 ) -> None:
     """Step 3: generate the dataset for RUN/blueprint.jsonl; resumes finished attempts. Uses
     the model the run was made with, unless --model says otherwise."""
@@ -91,6 +97,7 @@ def generate_command(
             base_url=base_url,
             mix_models=mix_models,
             batch=batch_settings(batch, batch_poll),
+            ray=ray_settings(executor, ray_address, ray_cpus),
         )
     click.echo(f"dataset: {run_dir}/dataset.jsonl")
     echo_kv([*generation_lines(s), ("spent now", usage_line(s.spent_now))])

@@ -15,6 +15,7 @@ from .providers.base import ModelAPI, ModelOptions, create_api
 
 if TYPE_CHECKING:
     from .batch import BatchQueue
+    from .ray_executor import RayExecutor
 
 # Providers whose calls cost nothing, so a cost cap needs no price for them. Attack targets
 # behind their own API (http/) or in Python (python/) are the application, not a model we pay
@@ -35,6 +36,8 @@ class ModelFactory:
     made: list[Model] = field(default_factory=list)
     #: batch mode: the OpenAI-compatible models built here are answered by batches
     batch: BatchQueue | None = None
+    #: --executor ray: the OpenAI-compatible models built here are called on Ray workers
+    remote: RayExecutor | None = None
 
     def check_priced(self, name: str) -> None:
         """A cost cap needs a price: refuse, before any call, a capped run of an unpriced
@@ -77,6 +80,8 @@ class ModelFactory:
         if self.batch is not None and self.batch.accepts(api):
             m.batch = self.batch
             self.batch.register(m)
+        elif self.remote is not None and self.remote.accepts(api):
+            m.remote = self.remote
         self.made.append(m)
         return m
 

@@ -27,6 +27,7 @@ from .types import GenerateConfig, Message, ModelOutput, RawResponse, Usage, est
 
 if TYPE_CHECKING:
     from .batch import BatchQueue
+    from .ray_executor import RayExecutor
 
 
 @dataclass
@@ -115,6 +116,8 @@ class Model:
         self.down: str | None = None
         #: batch mode: calls are answered by batches (see aart.llm.batch), not sent one by one
         self.batch: BatchQueue | None = None
+        #: --executor ray: the calls run on Ray workers (see aart.llm.ray_executor)
+        self.remote: RayExecutor | None = None
 
     @property
     def endpoint(self) -> str:
@@ -271,9 +274,13 @@ class Model:
                 raw: RawResponse | None = None
                 err: ProviderError | None = None
                 try:
+                    call = (
+                        self.remote.complete(self.api, self.concurrency, messages, config, schema)
+                        if self.remote is not None
+                        else self.api.complete(messages, config, schema)
+                    )
                     raw = await asyncio.wait_for(
-                        self.api.complete(messages, config, schema),
-                        None if self.api.manages_deadlines else self.options.timeout,
+                        call, None if self.api.manages_deadlines else self.options.timeout
                     )
                 except TimeoutError as e:
                     # The server may have run it: count the prompt it read, and read the

@@ -17,6 +17,7 @@ from ..llm import Budget, ModelOptions, Price
 from ..llm.batch import BatchSettings
 from ..llm.factory import ModelFactory
 from ..llm.http_status import is_retryable
+from ..llm.ray_executor import RaySettings
 from ..runner import run_jobs
 from ..store.db import RunDB
 from ..store.export import write_jsonl
@@ -65,6 +66,8 @@ class AttackConfig:
     recipe: str | None = None
     #: send the target's and judges' calls through their server's batch API (--batch)
     batch: BatchSettings | None = None
+    #: make the target's and judges' calls on a Ray cluster's workers (--executor ray)
+    ray: RaySettings | None = None
 
     def settings(self) -> dict[str, Any]:
         """What the verdicts of an attack directory depend on, besides the prompts: a re-run
@@ -170,8 +173,12 @@ class Attack:
                 budget=self.budget,
                 source="the recipe or --price",
             )
+            if config.batch is not None and config.ray is not None:
+                raise UsageError("--batch and --executor ray do not go together: choose one")
             if config.batch is not None:
                 self.models.batch = config.batch.queue(self.db, self.budget)
+            if config.ray is not None:
+                self.models.remote = config.ray.start()
             if config.replay:
                 replay = ReplayAPI(
                     config.target, saved_responses(Path(config.replay)), config.options
@@ -354,6 +361,8 @@ class Attack:
         )
 
     def close(self) -> None:
+        if self.models.remote is not None:
+            self.models.remote.shutdown()
         self.db.close()
 
 

@@ -87,6 +87,9 @@ class FakeOpenAIServer:
         self.batch_expire_after: int | None = None
         #: chat requests answered inside batches
         self.batch_requests: list[dict[str, Any]] = []
+        #: chat requests being answered now, and the most at once
+        self.in_flight = 0
+        self.peak_in_flight = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
         self._thread: threading.Thread | None = None
@@ -140,6 +143,14 @@ class FakeOpenAIServer:
         req = json.loads(body or b"{}")
         self.requests.append(req)
         self.headers.append(headers)
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            return await self._chat(req, writer)
+        finally:
+            self.in_flight -= 1
+
+    async def _chat(self, req: dict[str, Any], writer: asyncio.StreamWriter) -> bool:
         fmt = (req.get("response_format") or {}).get("type")
         if fmt and fmt in self.reject_formats:
             # Like a server without structured output: rejected before any scripted action.
