@@ -223,18 +223,23 @@ def test_export_and_import_for_vllm_run_batch_make_the_online_dataset(tmp_path):
         assert "0 queued, 0 submitted" in status.stdout
 
 
+def attack_setup(tmp_path: Path, server: FakeOpenAIServer) -> tuple[Path, dict]:
+    """A generated dataset, and the settings of an attack on an openai/ target with an LLM
+    judge, both answered by ``server``."""
+    aart.run(batch_recipe(tmp_path, server), out=tmp_path / "run")
+    settings = dict(
+        target="openai/app",
+        judge="openai/judge",
+        base_url=server.base_url,
+        system_prompt="You are the test assistant.",
+    )
+    return tmp_path / "run" / "dataset.jsonl", settings
+
+
 def test_an_attack_in_batches_judges_as_the_online_one(tmp_path):
     with FakeOpenAIServer() as server:
-        recipe = batch_recipe(tmp_path, server)
-        aart.run(recipe, out=tmp_path / "run")
-        dataset = tmp_path / "run" / "dataset.jsonl"
-        common = dict(
-            target="openai/app",
-            judge="openai/judge",
-            base_url=server.base_url,
-            strategies=["base64"],
-            system_prompt="You are the test assistant.",
-        )
+        dataset, common = attack_setup(tmp_path, server)
+        common["strategies"] = ["base64"]
         online = aart.attack(dataset, out=tmp_path / "online", **common)
         served = len(server.requests)
         batched = aart.attack(dataset, out=tmp_path / "batched", batch=FAST, **common)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_batch import batch_recipe, calls, prompts
+from test_batch import attack_setup, batch_recipe, calls, prompts
 
 import aart
 from aart.testing import FakeOpenAIServer
@@ -103,15 +103,7 @@ def test_two_drivers_on_one_cluster_share_the_endpoints_concurrency(tmp_path, ra
 
 def test_an_attack_on_ray_workers_judges_as_the_local_one(tmp_path):
     with FakeOpenAIServer() as server:
-        recipe = batch_recipe(tmp_path, server)
-        aart.run(recipe, out=tmp_path / "run")
-        dataset = tmp_path / "run" / "dataset.jsonl"
-        common = dict(
-            target="openai/app",
-            judge="openai/judge",
-            base_url=server.base_url,
-            system_prompt="You are the test assistant.",
-        )
+        dataset, common = attack_setup(tmp_path, server)
         local = aart.attack(dataset, out=tmp_path / "local", **common)
         on_ray = aart.attack(dataset, out=tmp_path / "ray", ray=LOCAL, **common)
         assert on_ray.judged == local.judged == on_ray.prompts > 0
