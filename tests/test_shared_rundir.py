@@ -39,34 +39,50 @@ def paid_calls(out):
     return n
 
 
-def test_a_second_run_is_refused_a_generate_joins_and_nothing_is_paid_twice(tmp_path):
+def test_a_second_run_waits_and_joins_a_generate_joins_and_nothing_is_paid_twice(tmp_path):
     server = FakeOpenAIServer(latency=1.0).start()
     try:
-        recipe, out = slow_recipe(tmp_path, server), tmp_path / "run"
+        text = MINI_RECIPE.replace(
+            "default: fake/test",
+            f"default: openai/fake\n  base_url: {server.base_url}\n  concurrency: 2",
+        )
+        recipe, out = write_recipe(tmp_path, text), tmp_path / "run"
         cmd = [sys.executable, "-m", "aart", "run", str(recipe), "--out", str(out)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.time() + 60
-        while len(server.requests) < 2 and time.time() < deadline:
+        while not server.requests and time.time() < deadline:
             time.sleep(0.02)
-        # another `aart run` would redo Steps 1 and 2: refused, naming the holder
-        second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
-        assert second.returncode == 2, second.stderr
-        assert "is in use by another aart process" in second.stderr
-        assert f"pid {first.pid}: aart run" in second.stderr
-        assert "Traceback" not in second.stderr
-        # an `aart generate` joins the run's Step 3 as a worker
+        # the first is in Step 1 (enumerating regions): a second `aart run` waits for it to
+        # finish Steps 1 and 2, then takes Step 3's jobs beside it
+        second = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # a writer that needs the directory alone is refused, naming the holder
+        define = subprocess.run(
+            [sys.executable, "-m", "aart", "define", str(recipe), "--out", str(out)],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert define.returncode == 2, define.stderr
+        assert "is in use by another aart process" in define.stderr
+        assert f"pid {first.pid}: aart run" in define.stderr
+        assert "Traceback" not in define.stderr
+        while len(server.requests) < 3 and time.time() < deadline:
+            time.sleep(0.02)
+        # an `aart generate` joins Step 3 as well
         joined = subprocess.run(
             [sys.executable, "-m", "aart", "generate", str(out)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
         assert joined.returncode == 0, joined.stderr
         assert first.wait(timeout=120) == 0
-        assert paid_calls(out) == len(server.requests) == 6  # one run's calls, no more
-        aart.run(recipe, out=out)  # the directory is free again once the first has finished
+        _, err = second.communicate(timeout=120)
+        assert second.returncode == 0, err.decode()
+        assert "waiting to join its Step 3" in err.decode()
+        together = len(server.requests)
+        assert paid_calls(out) == together
+        # one process alone makes as many calls: none was made twice
+        aart.run(recipe, out=tmp_path / "alone")
+        assert len(server.requests) - together == together
+        aart.run(recipe, out=out)  # the directory is free again once they have finished
     finally:
         server.stop()
 

@@ -30,7 +30,7 @@ from .steps.generate import GenerateStats, generate_run
 from .steps.scope import Plan, scope_run
 from .steps.topup import topup_run
 from .store.db import RunDB
-from .store.lock import OutputLock
+from .store.lock import OutputLock, RunInUse
 from .store.rundir import Run
 
 Progress = Callable[[str, int], Callable[[], None]]
@@ -227,14 +227,18 @@ def run(
     root = Path(out or default_out(recipe, size))
     _check_planned_budget(recipe, model, size, batch is not None)
     preflight(load_recipe(recipe, size).recipe, model, base_url)  # before creating anything
-    with Run.create_or_resume(root, recipe, size) as r:
+    r, joined = _start_or_join(root, recipe, size)
+    with r:
         before = r.db.call_totals()
-        dims = _define(r, model, no_cache, base_url)
-        plan = scope_run(r, r.model_for("generate", model))
+        if joined:  # another `aart run` made Steps 1 and 2: this one is a worker of Step 3
+            dims = {name: len(r.read_dimension(name)) for name in r.recipe.dimensions}
+        else:
+            dims = _define(r, model, no_cache, base_url)
+        plan = scope_run(r, r.model_for("generate", model))  # joined: reads the blueprint
         if on_plan:
             on_plan(plan)
         if r.db.lock is not None:
-            r.db.lock.share()  # Step 3 takes jobs by lease: `aart generate` workers may join
+            r.db.lock.share()  # Step 3 takes jobs by lease: other workers may join
         stats = _generate(r, model, no_cache, progress, base_url, mix_models, batch, ray)
         usage = r.db.call_totals()
         outputs = {
@@ -259,8 +263,27 @@ def run(
             define_report(r),
             spent_now={k: usage[k] - before[k] for k in usage},
         )
-        (root / "summary.json").write_text(json.dumps(result.as_dict(), indent=2))
+        with OutputLock(root):
+            (root / "summary.json").write_text(json.dumps(result.as_dict(), indent=2))
         return result
+
+
+def _start_or_join(root: Path, recipe: str | Path, size: str | None) -> tuple[Run, bool]:
+    """The run in ``root``, this process alone for Steps 1 and 2 (False); or, when another
+    `aart run` of the same recipe is working there, the same run shared once that one is past
+    Step 2 (True), so the two split Step 3's jobs."""
+
+    def waiting(holder: str) -> None:
+        log.info("%s is in use (%s): waiting to join its Step 3", root, holder)
+
+    for _ in range(3):
+        try:
+            return Run.create_or_resume(root, recipe, size), False
+        except RunInUse:
+            joined = Run.join(root, recipe, size, waiting)
+            if joined is not None:
+                return joined, True
+    raise RunInUse(f"{root} is in use by other aart processes; re-run this command later")
 
 
 def _check_planned_budget(

@@ -97,7 +97,9 @@ def run_command(
 ) -> None:
     """Run the three AART steps on RECIPE (a path or a built-in name, see `aart recipes`).
 
-    Running the same command again on the same --out resumes instead of starting over.
+    Running the same command again on the same --out resumes instead of starting over; run
+    beside another `aart run` of the same --out, it waits for Steps 1 and 2, then splits Step
+    3's jobs with it.
     """
     if dry_run:
         est = pipeline.dry_run(recipe, model=model, size=size, batch=batch)

@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import UsageError
@@ -34,19 +35,25 @@ class DirLock:
         self.shared = shared
         self._fd: int | None = None
 
-    def acquire(self) -> None:
+    def acquire(self, wait: Callable[[str], None] | None = None) -> None:
+        """Take the lock, or raise RunInUse naming its holder; with ``wait``, tell it who
+        holds the lock and wait for it instead."""
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         if fcntl is not None:
+            mode = fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX
             try:
-                fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
             except BlockingIOError:
                 holder = _describe(os.read(fd, 4096))
-                os.close(fd)
-                raise RunInUse(
-                    f"{self.path.parent} is in use by another aart process ({holder}); wait "
-                    "for it to finish, then re-run this command to continue from where it got, "
-                    "or give another --out"
-                ) from None
+                if wait is None:
+                    os.close(fd)
+                    raise RunInUse(
+                        f"{self.path.parent} is in use by another aart process ({holder}); "
+                        "wait for it to finish, then re-run this command to continue from "
+                        "where it got, or give another --out"
+                    ) from None
+                wait(holder)
+                fcntl.flock(fd, mode)
         os.ftruncate(fd, 0)
         info = {
             "pid": os.getpid(),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,36 @@ class Run:
         db.set_meta("source", str(loaded.path))
         loaded = load_recipe(frozen, size)
         return cls(root, loaded, db)
+
+    @classmethod
+    def join(
+        cls, root: str | Path, recipe: str | Path, size: str | None, wait: Callable[[str], None]
+    ) -> Run | None:
+        """Join, as one more worker of its Step 3, the run another process is making in
+        ``root`` from the same recipe: wait (telling ``wait`` who holds the directory) until it
+        shares the directory, then open it shared. None if Steps 1 and 2 are not done then
+        (the other process failed before them): the caller makes them itself."""
+        root = Path(root)
+        lock = dir_lock(root, shared=True)
+        lock.acquire(wait=wait)
+        try:
+            if not (root / "blueprint.jsonl").exists() or not (root / "run.db").exists():
+                lock.release()
+                return None
+            run = cls._open(root, lock)
+        except BaseException:
+            lock.release()
+            raise
+        loaded = load_recipe(recipe, size)
+        if run.loaded.hash != loaded.hash:
+            run.close()
+            raise UsageError(
+                f"{root} holds a run of a different recipe, which another aart process is "
+                f"working on; what differs: "
+                f"{', '.join(recipe_differences(run.loaded, loaded)) or 'the size'}. "
+                "Use another --out"
+            )
+        return run
 
     @classmethod
     def open(cls, root: str | Path, *, lock: bool | str = True) -> Run:
