@@ -15,6 +15,8 @@ for script in (
     "bench_queueing.py",
     "bench_workers.py",
     "bench_ray.py",
+    "bench_evaluate_memory.py",
+    "bench_embedders.py",
 ):
     print(f"== {script}", flush=True)
     subprocess.run([sys.executable, str(HERE / script)], check=True)

@@ -155,6 +155,38 @@ def test_embedding_diversity_with_the_offline_model(tmp_path):
     assert 0.2 < d["embedding_diversity"] < 1.0 and 1.0 < d["vendi_embedding"] < 3.0
 
 
+@pytest.mark.skipif(
+    not aart.evaluate.embeddings.available(), reason="embeddings extra not installed"
+)
+def test_the_int8_embedder_agrees_with_the_reference(tmp_path, monkeypatch):
+    """minilm-int8 (exported from the installed weights, quantized, cached; nothing
+    downloaded) embeds like the reference model: the same nearest pairs, diversity close."""
+    from aart.evaluate.embeddings import Embedder, Int8Embedder
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    texts = [
+        "write a poem about the sea",
+        "write a poem about the ocean",
+        "quarterly tax form help",
+        "help me fill in my tax return",
+        "a recipe for lemon cake",
+    ]
+    fast, reference = (
+        Int8Embedder().encode(texts),
+        Embedder().model.encode(texts, normalize_embeddings=True),
+    )
+    assert (fast * reference).sum(axis=1).min() > 0.9  # each text's two embeddings agree
+    sims = fast @ fast.T
+    np.fill_diagonal(sims, -1)
+    assert list(sims.argmax(axis=1))[:4] == [1, 0, 3, 2]  # sea~ocean, tax~tax
+    assert list((tmp_path / "cache" / "aart").glob("*-int8.onnx"))  # built once, cached
+    path = tmp_path / "d.jsonl"
+    path.write_text("\n".join(json.dumps({"prompt": p}) for p in texts))
+    int8 = evaluate(path, embedder="minilm-int8")["datasets"][0]["diversity"]
+    ref = evaluate(path)["datasets"][0]["diversity"]
+    assert int8["embedding_diversity"] == pytest.approx(ref["embedding_diversity"], abs=0.02)
+
+
 def test_html_report_escapes_dataset_text(tmp_path):
     path = tmp_path / "d.jsonl"
     evil = "<script>alert('x')</script> write a poem"
@@ -371,3 +403,106 @@ def test_batch_matcher_counts_what_each_text_holds(docs, sep):
         for ai in hit_axes:
             expected_any[ai] += 1
     assert (n, counts, any_hit) == (len(texts), expected, expected_any)
+
+
+def _released_sample(tmp_path, n=400):
+    import csv as _csv
+
+    src = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "aart-v1"
+    rows = list(_csv.DictReader((src / "aart-v1-20231117.csv").open(encoding="utf-8")))[:n]
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "released.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    jsonl = tmp_path / "released.jsonl"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path, jsonl
+
+
+def test_a_file_read_in_chunks_measures_as_one_read_whole(tmp_path, monkeypatch):
+    """Every measure is the same whether the file is read in one chunk or in chunks of 7."""
+    from aart.evaluate import data
+
+    parquet, jsonl = _released_sample(tmp_path)
+    whole = evaluate(parquet, embeddings=False)["datasets"][0]
+    monkeypatch.setattr(data, "CHUNK", 7)
+    for path in (parquet, jsonl):
+        chunked = evaluate(path, embeddings=False)["datasets"][0]
+        assert_close(chunked, {**whole, "name": chunked["name"]})
+
+
+def assert_close(a, b, where="result"):
+    """Equal, floats up to their summation order (running sums over chunks, batch products in
+    single precision)."""
+    if isinstance(a, float) and isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-5, abs=1e-9), where
+    elif isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), where
+        for k in a:
+            assert_close(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_close(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, where
+
+
+def test_past_the_sample_the_pairwise_measures_say_they_are_sampled(tmp_path, monkeypatch):
+    from aart.evaluate import diversity as div
+
+    parquet, _ = _released_sample(tmp_path)
+    whole = evaluate(parquet, embeddings=False)["datasets"][0]
+    monkeypatch.setattr(div, "SAMPLE", 150)
+    sampled = evaluate(parquet, embeddings=False)["datasets"][0]
+    assert any("uniform random sample of 150 of the 400 prompts" in n for n in sampled["notes"])
+    # measures over every prompt are unchanged
+    for key in ("distinct_1", "distinct_2", "distinct_3", "lexical_diversity"):
+        assert sampled["diversity"][key] == pytest.approx(whole["diversity"][key])
+    # exact duplicates are counted over every prompt: those equal to an earlier one
+    from aart.textsim import normalize
+
+    texts = load_dataset(parquet).texts
+    repeats = len(texts) - len({normalize(t) for t in texts})
+    assert sampled["diversity"]["exact_duplicate_rate"] == pytest.approx(repeats / len(texts))
+    assert sampled["coverage"] == whole["coverage"] and sampled["length"] == whole["length"]
+
+
+def test_distinct_counts_are_exact_then_estimated_within_two_percent():
+    from aart.evaluate.stream import DistinctCounter
+
+    counter = DistinctCounter(limit=10_000)
+    for start in range(0, 300_000, 50_000):
+        counter.add(np.arange(start, start + 50_000, dtype=np.uint64))
+        counter.add(np.arange(0, 1_000, dtype=np.uint64))  # repeats count once
+    assert counter.estimated
+    assert counter.count() == pytest.approx(300_000, rel=0.02)
+    exact = DistinctCounter()
+    exact.add(np.array([5, 5, 7], dtype=np.uint64))
+    assert exact.count() == 2 and not exact.estimated
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 400), min_size=1, max_size=300), st.integers(5, 30))
+def test_length_figures_from_counts_are_numpys(values, bins):
+    a = np.asarray(values, dtype=float)
+    d = describe(values)
+    assert [d["p5"], d["p25"], d["median"], d["p75"], d["p95"]] == list(
+        np.percentile(a, [5, 25, 50, 75, 95])
+    )
+    assert d["mean"] == pytest.approx(a.mean()) and d["std"] == pytest.approx(a.std())
+    from aart.evaluate.stats import histogram
+
+    counts, edges = np.histogram(a, bins=bins)
+    assert histogram(values, bins) == {
+        "edges": [float(e) for e in edges],
+        "counts": [int(c) for c in counts],
+    }
+
+
+def test_an_unknown_embedder_is_a_usage_error(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps({"prompt": "write a poem"}) + "\n")
+    with pytest.raises(aart.AartError, match="unknown embedder 'bert'; use one of: minilm"):
+        evaluate(path, embedder="bert")

@@ -6,6 +6,7 @@ import click
 
 from ..evaluate import evaluate
 from ..evaluate.data import parse_mapping
+from ..evaluate.embeddings import EMBEDDERS
 from ..report import evaluation_markdown, write_evaluation_report
 from .common import column_options
 
@@ -32,6 +33,14 @@ from .common import column_options
 @click.option("--report", default=None, metavar="OUT", help="Write OUT.html, OUT.md and OUT.json.")
 @column_options
 @click.option("--no-embeddings", is_flag=True, help="Skip the embedding-model metrics.")
+@click.option(
+    "--embedder",
+    type=click.Choice(EMBEDDERS),
+    default="minilm",
+    show_default=True,
+    help="minilm: all-MiniLM-L6-v2 on torch (the reference); minilm-int8: the same model in "
+    "ONNX Runtime with int8 weights, built on first use (several times faster).",
+)
 @click.option("--seed", default=0, show_default=True, help="Seed for sampled metrics (Self-BLEU).")
 def evaluate_command(
     dataset: str,
@@ -44,6 +53,7 @@ def evaluate_command(
     axes: tuple[str, ...],
     annotations: tuple[str, ...],
     no_embeddings: bool,
+    embedder: str,
     seed: int,
 ) -> None:
     """Evaluate DATASET (.jsonl, .csv or .parquet): keyword coverage per axis, balance,
@@ -58,6 +68,7 @@ def evaluate_command(
         axis_columns=parse_mapping(axes, "--axis"),
         annotation_columns=parse_mapping(annotations, "--annotation"),
         embeddings=not no_embeddings,
+        embedder=embedder,
         seed=seed,
     )
     click.echo(evaluation_markdown(ev))

@@ -16,7 +16,14 @@ def coverage(texts: Sequence[str], values: Mapping[str, Sequence[Value]]) -> dic
     """Keyword coverage per axis, as in the paper (which notes it underestimates: keywords
     miss implicit mentions)."""
     matcher = KeywordMatcher(values)
-    n, counts, any_hit = matcher.count(texts)
+    return coverage_from_counts(matcher, *matcher.count(texts))
+
+
+def coverage_from_counts(
+    matcher: KeywordMatcher, n: int, counts: list[list[int]], any_hit: list[int]
+) -> dict[str, Any]:
+    """:func:`coverage` from the counts of :meth:`KeywordMatcher.count` (summed over the
+    chunks of a dataset)."""
     out: dict[str, Any] = {}
     for ai, axis in enumerate(matcher.axes):
         c = counts[ai]
@@ -38,7 +45,10 @@ def coverage(texts: Sequence[str], values: Mapping[str, Sequence[Value]]) -> dic
 
 def distribution(labels: Sequence[str | None]) -> dict[str, Any]:
     """How a categorical column (e.g. the annotated task format) is spread."""
-    c = Counter(x for x in labels if x)
+    return distribution_from_counts(Counter(x for x in labels if x))
+
+
+def distribution_from_counts(c: Counter[str]) -> dict[str, Any]:
     total = sum(c.values())
     top = c.most_common(5)
     return {
@@ -57,42 +67,69 @@ def keyword_agreement(
 ) -> dict[str, Any]:
     """How often a record's value (its cell's, or the one the model annotated) appears in its
     prompt: keyword match with aliases and inflections."""
+    return _rate(*agreement_counts(texts, labels, values))
+
+
+def agreement_counts(
+    texts: Sequence[str], labels: Sequence[str | None], values: Sequence[Value]
+) -> tuple[int, int]:
+    """(records with a label, records whose prompt mentions it). A label outside ``values``
+    is matched as a value of its own."""
     known = {v.value for v in values}
     extra = sorted({x for x in labels if x and x not in known})
     matcher = KeywordMatcher({"axis": [*values, *(Value(value=x) for x in extra)]})
-    names = matcher.values["axis"]
-    checked = agree = 0
-    for text, label in zip(texts, labels, strict=True):
-        if not label:
-            continue
-        checked += 1
-        agree += (0, names.index(label)) in matcher.match(text)
+    index: dict[str, int] = {}
+    for i, name in enumerate(matcher.values["axis"]):
+        index.setdefault(name, i)
+    wanted = [index[label] if label else None for label in labels]
+    mentioned = matcher.mentions(texts, wanted)
+    return sum(w is not None for w in wanted), int(mentioned.sum())
+
+
+def _rate(checked: int, agree: int) -> dict[str, Any]:
     return {"checked": checked, "agree": agree, "rate": agree / checked if checked else 0.0}
 
 
-def agreement(ds: Dataset, values: Mapping[str, Sequence[Value]]) -> dict[str, Any]:
+class AgreementCounts:
     """Per dimension, keyword agreement of each prompt with its cell's value and with the value
-    the model annotated. The paper's human review found 99.2% for policy concepts, 96.7% for
-    regions and 85.0% for task formats."""
-    out: dict[str, Any] = {}
-    for axis in [*ds.cells, *(a for a in ds.annotations if a not in ds.cells)]:
-        vals = list(values.get(axis, []))
-        entry: dict[str, Any] = {}
-        if axis in ds.cells:
-            entry["cell"] = keyword_agreement(ds.texts, ds.cells[axis], vals)
-        if axis in ds.annotations:
-            entry["annotation"] = keyword_agreement(ds.texts, ds.annotations[axis], vals)
-        if axis in ds.cells and axis in ds.annotations:
-            pairs = [
-                (c, a) for c, a in zip(ds.cells[axis], ds.annotations[axis], strict=True) if c and a
-            ]
-            same = sum(c == a for c, a in pairs)
-            entry["annotation_matches_cell"] = {
-                "checked": len(pairs),
-                "agree": same,
-                "rate": same / len(pairs) if pairs else 0.0,
-            }
-        # the headline figure: against the cell where there is one
-        entry.update(entry.get("cell") or entry["annotation"])
-        out[axis] = entry
-    return out
+    the model annotated, summed over the chunks of a dataset. The paper's human review found
+    99.2% for policy concepts, 96.7% for regions and 85.0% for task formats."""
+
+    def __init__(self, values: Mapping[str, Sequence[Value]]) -> None:
+        self.values = values
+        self.counts: dict[str, dict[str, list[int]]] = {}
+
+    def add(self, ds: Dataset) -> None:
+        for axis in [*ds.cells, *(a for a in ds.annotations if a not in ds.cells)]:
+            vals = list(self.values.get(axis, []))
+            entry = self.counts.setdefault(axis, {})
+            for source, labelled in (("cell", ds.cells), ("annotation", ds.annotations)):
+                if axis in labelled:
+                    checked, agree = agreement_counts(ds.texts, labelled[axis], vals)
+                    total = entry.setdefault(source, [0, 0])
+                    total[0] += checked
+                    total[1] += agree
+            if axis in ds.cells and axis in ds.annotations:
+                pairs = [
+                    (c, a)
+                    for c, a in zip(ds.cells[axis], ds.annotations[axis], strict=True)
+                    if c and a
+                ]
+                total = entry.setdefault("annotation_matches_cell", [0, 0])
+                total[0] += len(pairs)
+                total[1] += sum(c == a for c, a in pairs)
+
+    def result(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for axis, entry in self.counts.items():
+            item: dict[str, Any] = {k: _rate(*v) for k, v in entry.items()}
+            # the headline figure: against the cell where there is one
+            item.update(item.get("cell") or item["annotation"])
+            out[axis] = item
+        return out
+
+
+def agreement(ds: Dataset, values: Mapping[str, Sequence[Value]]) -> dict[str, Any]:
+    counts = AgreementCounts(values)
+    counts.add(ds)
+    return counts.result()

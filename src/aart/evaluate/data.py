@@ -6,13 +6,14 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
 from ..recipe import Value
-from ..store.export import read_jsonl
+from ..store.export import iter_jsonl
 
 # The released AART dataset's columns, mapped onto the demo recipe's dimensions.
 AART_AXES = {"policy_concepts": ("crime", None), "task_formats": ("use_case", ",")}
@@ -53,6 +54,17 @@ class Dataset:
     def __len__(self) -> int:
         return len(self.texts)
 
+    def extend(self, other: Dataset) -> None:
+        """Append the records of ``other`` (a later chunk of the same file)."""
+        self.texts += other.texts
+        for mine, theirs in (
+            (self.axes, other.axes),
+            (self.annotations, other.annotations),
+            (self.cells, other.cells),
+        ):
+            for key, column in theirs.items():
+                mine.setdefault(key, []).extend(column)  # type: ignore[arg-type]
+
     def derived_values(self) -> dict[str, list[Value]]:
         """Value lists taken from the records' own axis values (when no lists are given)."""
         seen: dict[str, set[str]] = {}
@@ -63,19 +75,47 @@ class Dataset:
         return {axis: [Value(value=v) for v in sorted(vs)] for axis, vs in seen.items()}
 
 
+#: records read at a time: a chunk's memory, whatever the size of the file
+CHUNK = 65_536
+
+
 def read_rows(path: Path) -> list[dict[str, Any]]:
+    return [row for chunk in iter_rows(path) for row in chunk]
+
+
+def iter_rows(path: Path, size: int | None = None) -> Iterator[list[dict[str, Any]]]:
+    """The records of a JSONL, CSV or Parquet file, ``size`` (default CHUNK) at a time."""
+    size = size or CHUNK
     suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".ndjson"):
-        return read_jsonl(path)
-    if suffix == ".csv":
-        csv.field_size_limit(sys.maxsize)
-        with path.open(encoding="utf-8", newline="") as f:
-            return list(csv.DictReader(f))
     if suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        return pq.read_table(path).to_pylist()
-    raise UsageError(f"{path}: unknown dataset format {suffix!r}; use .jsonl, .csv or .parquet")
+        # pre_buffer (the default) keeps what it read ahead: memory grew with the file
+        parquet = pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)
+        for batch in parquet.iter_batches(batch_size=size):
+            yield batch.to_pylist()
+        return
+    rows: Iterator[dict[str, Any]]
+    if suffix in (".jsonl", ".ndjson"):
+        rows = iter_jsonl(path)
+    elif suffix == ".csv":
+        csv.field_size_limit(sys.maxsize)
+        rows = _csv_rows(path)
+    else:
+        raise UsageError(f"{path}: unknown dataset format {suffix!r}; use .jsonl, .csv or .parquet")
+    chunk: list[dict[str, Any]] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _csv_rows(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8", newline="") as f:
+        yield from csv.DictReader(f)
 
 
 def _tokens_per_prompt(path: Path) -> float | None:
@@ -116,64 +156,134 @@ def load_dataset(
     """Read a dataset. Our own records bring their axes and annotations; the released AART CSV
     is recognised by its columns; other tables take ``axis_columns`` ({axis: "column[:sep]"})
     and ``annotation_columns`` ({axis: column})."""
+    whole: Dataset | None = None
+    for chunk in iter_dataset(
+        path,
+        name=name,
+        text_column=text_column,
+        axis_columns=axis_columns,
+        annotation_columns=annotation_columns,
+    ):
+        if whole is None:
+            whole = chunk
+        else:
+            whole.extend(chunk)
+    assert whole is not None  # iter_dataset refuses an empty file
+    return whole
+
+
+def iter_dataset(
+    path: str | Path,
+    *,
+    name: str | None = None,
+    text_column: str = "prompt",
+    axis_columns: dict[str, str] | None = None,
+    annotation_columns: dict[str, str] | None = None,
+    size: int | None = None,
+) -> Iterator[Dataset]:
+    """:func:`load_dataset` ``size`` records at a time: every chunk is a Dataset of the same
+    name, columns and notes, so a file of any size is read in flat memory."""
     path = Path(path)
     if not path.exists():
         raise UsageError(f"dataset {path} does not exist")
-    rows = read_rows(path)
-    if not rows:
-        raise UsageError(f"{path} holds no records; nothing to evaluate or attack")
     # runs/bank/dataset.jsonl is better called "bank" than "dataset"
     default_name = path.parent.name if path.stem == "dataset" and path.parent.name else path.stem
-    ds = Dataset(name or default_name, [], tokens_per_prompt=_tokens_per_prompt(path))
-    if rows and text_column not in rows[0]:
-        raise UsageError(
-            f"{path}: no column {text_column!r}; columns are {', '.join(rows[0])}; "
-            "choose one with --text-column"
-        )
-    ds.texts = [str(r.get(text_column) or "") for r in rows]
-    axis_map = dict(axis_columns or {})
-    ann_map = dict(annotation_columns or {})
-    if rows and "crime" in rows[0] and "medium_keyword" in rows[0] and not axis_map and not ann_map:
-        axis_map = {k: c + (f":{s}" if s else "") for k, (c, s) in AART_AXES.items()}
-        ann_map = dict(AART_ANNOTATIONS)
-        if "region" in rows[0]:
-            ds.notes.append(
-                "the released dataset's `region` column joins several multi-word regions with "
-                "spaces ('europe north america ...'), so it cannot be split into values and is "
-                "not an axis here; map it with --axis regions=region:SEP if your copy "
-                "separates them"
+    layout: _Layout | None = None
+    for rows in iter_rows(path, size):
+        if layout is None:
+            layout = _Layout.of(path, rows[0], text_column, axis_columns, annotation_columns)
+        yield layout.dataset(name or default_name, rows, _tokens_per_prompt(path))
+    if layout is None:
+        raise UsageError(f"{path} holds no records; nothing to evaluate or attack")
+
+
+@dataclass
+class _Layout:
+    """How a file's records map onto a Dataset, decided from its first record."""
+
+    text_column: str
+    axis_map: dict[str, str]
+    ann_map: dict[str, str]
+    #: our JSONL: nested cell / annotations / axes objects
+    nested_cells: bool = False
+    nested_axes: bool = False
+    #: our flat CSV / Parquet: cell_<dim> and annotated_<dim> columns
+    flat_cells: list[str] = field(default_factory=list)
+    flat_annotations: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    #: the first record (its nested objects name the dimensions)
+    first: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        path: Path,
+        first: dict[str, Any],
+        text_column: str,
+        axis_columns: dict[str, str] | None,
+        annotation_columns: dict[str, str] | None,
+    ) -> _Layout:
+        if text_column not in first:
+            raise UsageError(
+                f"{path}: no column {text_column!r}; columns are {', '.join(first)}; "
+                "choose one with --text-column"
             )
-    if rows and isinstance(rows[0].get("cell"), dict) and not axis_map:
-        ds.cells = {a: [(r.get("cell") or {}).get(a) for r in rows] for a in rows[0]["cell"]}
-        ds.annotations = {
-            a: [(r.get("annotations") or {}).get(a) for r in rows]
-            for a in (rows[0].get("annotations") or {})
-        }
-    elif rows and not axis_map and any(str(k).startswith("cell_") for k in rows[0]):
-        # our flat CSV / Parquet: cell_<dim> and annotated_<dim> columns
-        for k in rows[0]:
-            if str(k).startswith("cell_"):
-                ds.cells[k[5:]] = [str(r.get(k) or "").strip() or None for r in rows]
-            elif str(k).startswith("annotated_"):
-                ds.annotations[k[10:]] = [str(r.get(k) or "").strip() or None for r in rows]
-    if rows and isinstance(rows[0].get("axes"), dict) and not axis_map:
-        ds.axes = {
-            a: [list((r.get("axes") or {}).get(a, [])) for r in rows] for a in rows[0]["axes"]
-        }
-        ds.annotations = {
-            a: [(r.get("annotations") or {}).get(a) for r in rows]
-            for a in (rows[0].get("annotations") or {})
-        }
-    for axis, spec in axis_map.items():
-        col, _, sep = spec.partition(":")
-        ds.axes[axis] = [
-            [
-                v.strip()
-                for v in (str(r.get(col) or "").split(sep) if sep else [str(r.get(col) or "")])
-                if v.strip()
+        layout = cls(text_column, dict(axis_columns or {}), dict(annotation_columns or {}))
+        released = "crime" in first and "medium_keyword" in first
+        if released and not layout.axis_map and not layout.ann_map:
+            layout.axis_map = {k: c + (f":{s}" if s else "") for k, (c, s) in AART_AXES.items()}
+            layout.ann_map = dict(AART_ANNOTATIONS)
+            if "region" in first:
+                layout.notes.append(
+                    "the released dataset's `region` column joins several multi-word regions "
+                    "with spaces ('europe north america ...'), so it cannot be split into values "
+                    "and is not an axis here; map it with --axis regions=region:SEP if your "
+                    "copy separates them"
+                )
+        if isinstance(first.get("cell"), dict) and not layout.axis_map:
+            layout.nested_cells = True
+        elif not layout.axis_map and any(str(k).startswith("cell_") for k in first):
+            layout.flat_cells = [k[5:] for k in first if str(k).startswith("cell_")]
+            layout.flat_annotations = [k[10:] for k in first if str(k).startswith("annotated_")]
+        if isinstance(first.get("axes"), dict) and not layout.axis_map:
+            layout.nested_axes = True
+        layout.first = first
+        return layout
+
+    def dataset(self, name: str, rows: list[dict[str, Any]], tokens: float | None) -> Dataset:
+        ds = Dataset(name, [], tokens_per_prompt=tokens, notes=list(self.notes))
+        ds.texts = [str(r.get(self.text_column) or "") for r in rows]
+        first = self.first
+        if self.nested_cells:
+            ds.cells = {a: [(r.get("cell") or {}).get(a) for r in rows] for a in first["cell"]}
+            ds.annotations = {
+                a: [(r.get("annotations") or {}).get(a) for r in rows]
+                for a in (first.get("annotations") or {})
+            }
+        for a in self.flat_cells:
+            ds.cells[a] = [str(r.get(f"cell_{a}") or "").strip() or None for r in rows]
+        for a in self.flat_annotations:
+            ds.annotations[a] = [str(r.get(f"annotated_{a}") or "").strip() or None for r in rows]
+        if self.nested_axes:
+            ds.axes = {
+                a: [list((r.get("axes") or {}).get(a, [])) for r in rows] for a in first["axes"]
+            }
+            ds.annotations = {
+                a: [(r.get("annotations") or {}).get(a) for r in rows]
+                for a in (first.get("annotations") or {})
+            }
+        for axis, spec in self.axis_map.items():
+            col, _, sep = spec.partition(":")
+            ds.axes[axis] = [
+                [
+                    v.strip()
+                    for v in (str(r.get(col) or "").split(sep) if sep else [str(r.get(col) or "")])
+                    if v.strip()
+                ]
+                for r in rows
             ]
-            for r in rows
-        ]
-    for axis, col in ann_map.items():
-        ds.annotations[axis] = [(str(r[col]).strip() or None) if r.get(col) else None for r in rows]
-    return ds
+        for axis, col in self.ann_map.items():
+            ds.annotations[axis] = [
+                (str(r[col]).strip() or None) if r.get(col) else None for r in rows
+            ]
+        return ds

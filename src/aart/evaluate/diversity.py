@@ -5,36 +5,71 @@ from __future__ import annotations
 
 import math
 import random
-import re
-import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import polars as pl
 
-from ..textsim import find_duplicates
+from ..textsim import find_duplicates, normalize
+from .stream import DistinctCounter, Reservoir, mix
 
-_TOKEN = re.compile(r"[\w']+")
+# a word: letters, digits, underscores, combining marks and apostrophes (Unicode)
+_TOKEN = r"[\w']+"
+
+
+def tokenize(texts: Sequence[str]) -> pl.Series:
+    """The lowercased words of every text (a list per text), in polars (Rust), for a whole
+    batch at once."""
+    return (
+        pl.Series(texts, dtype=pl.String).fill_null("").str.to_lowercase().str.extract_all(_TOKEN)
+    )
 
 
 def tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower())
+    return [str(w) for w in tokenize([text])[0]]
+
+
+class TokenHashes:
+    """The words of a batch of texts as 64-bit hashes, with each word's text number and the
+    hashes of the bigrams and trigrams inside a text: what distinct-n, the vocabulary and the
+    lexical embedding are counted from, without a Python loop per word."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        words = tokenize(texts)
+        lengths = words.list.len().fill_null(0).to_numpy()
+        self.rows = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
+        self.unigrams = words.explode().drop_nulls().hash(seed=0).to_numpy()
+        self.words = words
+
+    def ngrams(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(text number, hash) of every n-gram (n = 1, 2, 3) inside a text."""
+        if n == 1:
+            return self.rows, self.unigrams
+        k = self.unigrams.size - n + 1
+        if k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
+        inside = self.rows[:k] == self.rows[n - 1 :]
+        h = self.unigrams[:k]
+        for i in range(1, n):
+            h = _combine(h, self.unigrams[i : i + k])
+        return self.rows[:k][inside], h[inside]
+
+
+def _combine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return mix(a * np.uint64(0x9E3779B97F4A7C15) + b)
 
 
 def ngrams(toks: Sequence[str], n: int) -> list[tuple[str, ...]]:
     return [tuple(toks[i : i + n]) for i in range(len(toks) - n + 1)]
 
 
-def distinct_n(texts: Iterable[str], n: int) -> float:
+def distinct_n(texts: Sequence[str], n: int) -> float:
     """Unique n-grams over all n-grams in the corpus."""
-    seen: set[tuple[str, ...]] = set()
-    total = 0
-    for t in texts:
-        grams = ngrams(tokens(t), n)
-        total += len(grams)
-        seen.update(grams)
-    return len(seen) / total if total else 0.0
+    measures = DiversityMeasures()
+    measures.add(texts)
+    return measures.result()[0][f"distinct_{n}"]
 
 
 def bleu(hyp: Sequence[str], refs: Sequence[Sequence[str]], max_n: int = 4) -> float:
@@ -66,16 +101,11 @@ def self_bleu(texts: Sequence[str], sample: int = 200, seed: int = 0) -> float:
     idx = list(range(len(texts)))
     if len(idx) > sample:
         idx = random.Random(seed).sample(idx, sample)
-    toks = [tokens(texts[i]) for i in idx]
+    toks = tokenize([texts[i] for i in idx]).to_list()
     if len(toks) < 2:
         return 0.0
     scores = [bleu(t, toks[:i] + toks[i + 1 :]) for i, t in enumerate(toks)]
     return float(np.mean(scores))
-
-
-def _batches(texts: Sequence[str], size: int) -> Iterator[Sequence[str]]:
-    for i in range(0, len(texts), size):
-        yield texts[i : i + size]
 
 
 class GramStats:
@@ -95,7 +125,10 @@ class GramStats:
         self.n += x.shape[0]
         self.nonzero += int((norms > 0).sum())
         self.total += x.sum(axis=0)
-        self.gram += x.T @ x
+        # the d x d product of a batch in single precision (half the time; each entry sums at
+        # most a few thousand products of unit vectors), the running sum in double
+        x32 = x.astype(np.float32)
+        self.gram += x32.T @ x32
 
     def mean_pairwise_cosine(self) -> float:
         """Mean cosine over distinct pairs: (|sum x|^2 - sum |x|^2) / (n (n - 1)), where
@@ -117,19 +150,29 @@ class GramStats:
 
 def hashed_ngram_vectors(texts: Sequence[str], dim: int = 1024) -> np.ndarray:
     """Bag of word unigrams and bigrams, hashed into ``dim`` buckets (a lexical embedding)."""
-    x = np.zeros((len(texts), dim), dtype=np.float32)
-    for i, t in enumerate(texts):
-        toks = tokens(t)
-        for g in toks + [" ".join(b) for b in ngrams(toks, 2)]:
-            x[i, zlib.crc32(g.encode()) % dim] += 1.0
-    return x
+    return _bag(TokenHashes(texts), len(texts), dim)
 
 
-def lexical_gram(texts: Sequence[str], batch: int = 4096) -> GramStats:
-    stats = GramStats(1024)
-    for chunk in _batches(texts, batch):
-        stats.add(hashed_ngram_vectors(chunk))
-    return stats
+def _bag(words: TokenHashes, n: int, dim: int = 1024, first: int = 0) -> np.ndarray:
+    """The hashed bag of unigrams and bigrams of texts ``first`` .. ``first + n``."""
+    cells = []
+    for size in (1, 2):
+        rows, h = words.ngrams(size)
+        keep = (rows >= first) & (rows < first + n)
+        cells.append((rows[keep] - first) * dim + (h[keep] % np.uint64(dim)).astype(np.int64))
+    counts = np.bincount(np.concatenate(cells), minlength=n * dim)
+    return counts.reshape(n, dim).astype(np.float32)
+
+
+def _normalized_hashes(texts: Sequence[str], words: TokenHashes) -> np.ndarray:
+    """Hashes of :func:`aart.textsim.normalize` of every text (what makes two prompts exact
+    duplicates): for ASCII text its words joined by spaces, the rest in Python."""
+    joined = words.words.list.join(" ")
+    s = pl.Series(texts, dtype=pl.String).fill_null("")
+    other = (s.str.len_bytes() != s.str.len_chars()).arg_true()
+    if other.len():
+        joined = joined.scatter(other, [normalize(texts[i]) for i in other.to_list()])
+    return joined.hash(seed=0).to_numpy()
 
 
 def duplicate_rates(texts: Sequence[str], threshold: float = 0.8) -> dict[str, float]:
@@ -139,21 +182,87 @@ def duplicate_rates(texts: Sequence[str], threshold: float = 0.8) -> dict[str, f
     return {"exact_duplicate_rate": exact / n, "near_duplicate_rate": (len(dups) - exact) / n}
 
 
+#: prompts kept (a uniform sample beyond this many) for the measures that compare prompts
+#: with each other: Self-BLEU's sample, near-duplicates, embeddings
+SAMPLE = 100_000
+
+
+class DiversityMeasures:
+    """The diversity measures of a stream of texts, added chunk by chunk in flat memory:
+    distinct n-grams and the vocabulary are counted exactly up to millions of distinct items
+    (then estimated, about ±1%), lexical diversity and Vendi run over every text, and the
+    measures that compare texts with each other use a uniform sample of ``sample`` texts,
+    which is every text when there are no more."""
+
+    def __init__(self, *, sample: int | None = None, seed: int = 0) -> None:
+        self.seed = seed
+        self.n = 0
+        self.grams = {n: DistinctCounter() for n in (1, 2, 3)}
+        self.gram_totals = {1: 0, 2: 0, 3: 0}
+        self.distinct_texts = DistinctCounter()
+        self.lexical = GramStats(1024)
+        self.sample: Reservoir[str] = Reservoir(sample or SAMPLE, seed)
+
+    def add(self, texts: Sequence[str]) -> None:
+        self.n += len(texts)
+        words = TokenHashes(texts)
+        for n in (1, 2, 3):
+            _, h = words.ngrams(n)
+            self.gram_totals[n] += h.size
+            self.grams[n].add(h)
+        self.distinct_texts.add(_normalized_hashes(texts, words))
+        for i in range(0, len(texts), 4096):  # 4096 x 1024 floats at a time
+            self.lexical.add(_bag(words, min(4096, len(texts) - i), first=i))
+        self.sample.extend(texts)
+
+    def result(
+        self, embedder: Any = None, self_bleu_sample: int = 200
+    ) -> tuple[dict[str, Any], list[str]]:
+        """The measures, and notes on those estimated or taken on the sample."""
+        sample = self.sample.items
+        out: dict[str, Any] = {
+            **{
+                f"distinct_{n}": self.grams[n].count() / self.gram_totals[n]
+                if self.gram_totals[n]
+                else 0.0
+                for n in (1, 2, 3)
+            },
+            "self_bleu": self_bleu(sample, self_bleu_sample, self.seed),
+            "lexical_diversity": 1 - self.lexical.mean_pairwise_cosine(),
+            "vendi_lexical": self.lexical.vendi(),
+        }
+        notes = []
+        if self.sample.complete:
+            out.update(duplicate_rates(sample))
+        else:
+            near = duplicate_rates(sample)["near_duplicate_rate"]
+            exact = 1 - self.distinct_texts.count() / self.n
+            out.update(exact_duplicate_rate=exact, near_duplicate_rate=near)
+            notes.append(
+                f"Self-BLEU, near-duplicates and embedding diversity were measured on a uniform "
+                f"random sample of {len(sample):,} of the {self.n:,} prompts (seed {self.seed}); "
+                "the other measures on every prompt"
+            )
+        if any(g.estimated for g in self.grams.values()) or self.distinct_texts.estimated:
+            notes.append(
+                "distinct-n, the vocabulary and the exact-duplicate rate count distinct items "
+                "exactly up to 1,000,000, then estimate (HyperLogLog, about ±1%)"
+            )
+        if embedder is not None:
+            emb = embedder.gram(sample)
+            out["embedding_diversity"] = 1 - emb.mean_pairwise_cosine()
+            out["vendi_embedding"] = emb.vendi()
+        return out, notes
+
+    @property
+    def vocabulary(self) -> int:
+        """Distinct words (the distinct unigrams)."""
+        return self.grams[1].count()
+
+
 def diversity(
     texts: Sequence[str], *, embedder: Any = None, self_bleu_sample: int = 200, seed: int = 0
 ) -> dict[str, Any]:
-    lex = lexical_gram(texts)
-    out: dict[str, Any] = {
-        "distinct_1": distinct_n(texts, 1),
-        "distinct_2": distinct_n(texts, 2),
-        "distinct_3": distinct_n(texts, 3),
-        "self_bleu": self_bleu(texts, self_bleu_sample, seed),
-        "lexical_diversity": 1 - lex.mean_pairwise_cosine(),
-        "vendi_lexical": lex.vendi(),
-        **duplicate_rates(texts),
-    }
-    if embedder is not None:
-        emb = embedder.gram(texts)
-        out["embedding_diversity"] = 1 - emb.mean_pairwise_cosine()
-        out["vendi_embedding"] = emb.vendi()
-    return out
+    measures = DiversityMeasures(seed=seed)
+    measures.add(texts)
+    return measures.result(embedder, self_bleu_sample)[0]

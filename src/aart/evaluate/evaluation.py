@@ -3,7 +3,8 @@ diversity, and a Table-2-style comparison."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +12,12 @@ import yaml
 
 from ..errors import UsageError
 from ..recipe import Value, load_recipe
-from .coverage import agreement, coverage, distribution
-from .data import Dataset, load_dataset
-from .diversity import diversity, tokens
-from .embeddings import ENABLE_HINT, Embedder, available, load_embedder
-from .stats import describe, histogram
+from .coverage import AgreementCounts, coverage_from_counts, distribution_from_counts
+from .data import Dataset, iter_dataset
+from .diversity import DiversityMeasures
+from .embeddings import ENABLE_HINT, Embedder, Int8Embedder, available, load_embedder
+from .keywords import KeywordMatcher
+from .stats import describe_counts, histogram_counts
 
 
 def values_from_dimensions_dir(path: Path) -> dict[str, list[Value]]:
@@ -42,13 +44,15 @@ def values_from_dimensions_dir(path: Path) -> dict[str, list[Value]]:
 
 
 def resolve_values(
-    ds: Dataset,
+    ds: Dataset | Callable[[], dict[str, list[Value]]],
     *,
     recipe: str | None = None,
     run: str | None = None,
     dimensions: str | None = None,
 ) -> tuple[dict[str, list[Value]], str]:
-    """Value lists for coverage, and where they came from."""
+    """Value lists for coverage, and where they came from: the recipe's, the run's, a
+    directory's, else those the dataset's records carry (``ds``, or a function reading
+    them)."""
     if run:
         from ..steps.scope import scoped_values
         from ..store.rundir import Run
@@ -67,40 +71,88 @@ def resolve_values(
         return vals, f"recipe {recipe}"
     if dimensions:
         return values_from_dimensions_dir(Path(dimensions)), f"dimensions {dimensions}"
-    return ds.derived_values(), "the dataset's own axis values"
+    derived = ds.derived_values() if isinstance(ds, Dataset) else ds()
+    return derived, "the dataset's own axis values"
+
+
+class DatasetMeasures:
+    """Everything `aart evaluate` reports about one dataset, added chunk by chunk (see
+    :func:`~aart.evaluate.data.iter_dataset`): running counts, bounded distinct counts and a
+    fixed-size sample, so memory stays flat however many prompts there are."""
+
+    def __init__(self, name: str, values: Mapping[str, Sequence[Value]], *, seed: int = 0) -> None:
+        self.name = name
+        self.matcher = KeywordMatcher(values)
+        self.n = 0
+        self.mentions = [[0] * len(self.matcher.values[a]) for a in self.matcher.axes]
+        self.any_mention = [0] * len(self.matcher.axes)
+        self.annotations: dict[str, Counter[str]] = {}
+        self.agreement = AgreementCounts(values)
+        self.labelled = False
+        self.words: Counter[int] = Counter()
+        self.chars: Counter[int] = Counter()
+        self.diversity = DiversityMeasures(seed=seed)
+        self.tokens_per_prompt: float | None = None
+        self.notes: list[str] = []
+
+    def add(self, ds: Dataset) -> None:
+        if not self.n:
+            self.tokens_per_prompt, self.notes = ds.tokens_per_prompt, list(ds.notes)
+        self.n += len(ds)
+        _, counts, any_hit = self.matcher.count(ds.texts)
+        for total, part in zip(self.mentions, counts, strict=True):
+            for i, k in enumerate(part):
+                total[i] += k
+        self.any_mention = [a + b for a, b in zip(self.any_mention, any_hit, strict=True)]
+        for axis, labels in ds.annotations.items():
+            self.annotations.setdefault(axis, Counter()).update(x for x in labels if x)
+        if ds.annotations or ds.cells:
+            self.labelled = True
+            self.agreement.add(ds)
+        self.words.update(len(t.split()) for t in ds.texts)
+        self.chars.update(len(t) for t in ds.texts)
+        self.diversity.add(ds.texts)
+
+    def result(self, embedder: Embedder | Int8Embedder | None = None) -> dict[str, Any]:
+        diversity, notes = self.diversity.result(embedder)
+        result: dict[str, Any] = {
+            "name": self.name,
+            "prompts": self.n,
+            "tokens_per_prompt": self.tokens_per_prompt,
+            "coverage": coverage_from_counts(self.matcher, self.n, self.mentions, self.any_mention),
+            "annotations": {a: distribution_from_counts(c) for a, c in self.annotations.items()},
+            "agreement": self.agreement.result() if self.labelled else {},
+            "length": {
+                "words": describe_counts(self.words),
+                "chars": describe_counts(self.chars),
+                "words_histogram": histogram_counts(
+                    self.words, bins=min(30, max(5, len(self.words)))
+                ),
+            },
+            "diversity": diversity,
+            "vocabulary": self.diversity.vocabulary,
+        }
+        result["notes"] = [*self.notes, *notes]
+        if embedder is None:
+            result["diversity"]["embedding_diversity"] = None
+            result["notes"].append(
+                "embedding diversity skipped (--no-embeddings)" if available() else ENABLE_HINT
+            )
+        return result
 
 
 def evaluate_dataset(
     ds: Dataset,
     values: Mapping[str, Sequence[Value]],
     *,
-    embedder: Embedder | None = None,
+    embedder: Embedder | Int8Embedder | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
-    words = [len(t.split()) for t in ds.texts]
-    chars = [len(t) for t in ds.texts]
-    result: dict[str, Any] = {
-        "name": ds.name,
-        "prompts": len(ds),
-        "tokens_per_prompt": ds.tokens_per_prompt,
-        "coverage": coverage(ds.texts, values),
-        "annotations": {a: distribution(labels) for a, labels in ds.annotations.items()},
-        "agreement": agreement(ds, values) if ds.annotations or ds.cells else {},
-        "length": {
-            "words": describe(words),
-            "chars": describe(chars),
-            "words_histogram": histogram(words, bins=min(30, max(5, len(set(words))))),
-        },
-        "diversity": diversity(ds.texts, embedder=embedder, seed=seed),
-        "vocabulary": len({w for t in ds.texts for w in tokens(t)}),
-    }
-    result["notes"] = list(ds.notes)
-    if embedder is None:
-        result["diversity"]["embedding_diversity"] = None
-        result["notes"].append(
-            "embedding diversity skipped (--no-embeddings)" if available() else ENABLE_HINT
-        )
-    return result
+    """The measures of a dataset held in memory (files are read in chunks by
+    :func:`evaluate`)."""
+    measures = DatasetMeasures(ds.name, values, seed=seed)
+    measures.add(ds)
+    return measures.result(embedder)
 
 
 METRIC_LEGEND = (
@@ -168,30 +220,64 @@ def evaluate(
     axis_columns: dict[str, str] | None = None,
     annotation_columns: dict[str, str] | None = None,
     embeddings: bool = True,
+    embedder: str = "minilm",
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Evaluate ``dataset`` (and every ``compare`` dataset against the same value lists)."""
-    main = load_dataset(
-        dataset,
-        text_column=text_column,
-        axis_columns=axis_columns,
-        annotation_columns=annotation_columns,
+    """Evaluate ``dataset`` (and every ``compare`` dataset against the same value lists).
+    Files are read in chunks, in one pass (two when the value lists come from the dataset's
+    own records), so memory stays flat whatever their size."""
+    columns: dict[str, Any] = dict(
+        text_column=text_column, axis_columns=axis_columns, annotation_columns=annotation_columns
     )
-    values, source = resolve_values(main, recipe=recipe, run=run, dimensions=dimensions)
-    embedder = load_embedder() if embeddings else None
-    results = [evaluate_dataset(main, values, embedder=embedder, seed=seed)]
+    values, source = resolve_values(
+        lambda: _derived_values(dataset, columns), recipe=recipe, run=run, dimensions=dimensions
+    )
+    model = load_embedder(embedder) if embeddings else None
+    results = [_measure(dataset, None, columns, values, model, seed)]
     for name, path in (compare or {}).items():
-        other = load_dataset(path, name=name, text_column=text_column)
-        results.append(evaluate_dataset(other, values, embedder=embedder, seed=seed))
+        other = dict(text_column=text_column)
+        results.append(_measure(path, name, other, values, model, seed))
+    if isinstance(model, Int8Embedder):
+        for r in results:
+            r["notes"].append(
+                "embedding diversity by minilm-int8: all-MiniLM-L6-v2 with int8 weights in "
+                "ONNX Runtime (compare it with figures of the same embedder)"
+            )
     header, rows = comparison_table(results)
     return {
         "values_from": source,
         "value_lists": {a: [v.value for v in vs] for a, vs in values.items()},
         "datasets": results,
         "table": {"header": header, "rows": rows},
-        "embeddings": embedder is not None,
+        "embeddings": embedder if model is not None else None,
         "human_review": human_review(Path(dataset)),
     }
+
+
+def _measure(
+    path: str | Path,
+    name: str | None,
+    columns: dict[str, Any],
+    values: Mapping[str, Sequence[Value]],
+    embedder: Embedder | Int8Embedder | None,
+    seed: int,
+) -> dict[str, Any]:
+    measures: DatasetMeasures | None = None
+    for chunk in iter_dataset(path, name=name, **columns):
+        if measures is None:
+            measures = DatasetMeasures(chunk.name, values, seed=seed)
+        measures.add(chunk)
+    assert measures is not None  # iter_dataset refuses an empty file
+    return measures.result(embedder)
+
+
+def _derived_values(path: str | Path, columns: dict[str, Any]) -> dict[str, list[Value]]:
+    """The value lists the records carry (their cells and axes), read in chunks."""
+    seen: dict[str, set[str]] = {}
+    for chunk in iter_dataset(path, **columns):
+        for axis, vs in chunk.derived_values().items():
+            seen.setdefault(axis, set()).update(v.value for v in vs)
+    return {axis: [Value(value=v) for v in sorted(vs)] for axis, vs in seen.items()}
 
 
 def human_review(dataset: Path) -> dict[str, Any] | None:

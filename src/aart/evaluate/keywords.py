@@ -155,6 +155,16 @@ class KeywordMatcher:
             zip(rows.tolist(), axes.tolist(), (codes - self._first[axes]).tolist(), strict=True)
         )
 
+    def mentions(self, texts: Texts, wanted: Sequence[int | None]) -> np.ndarray:
+        """Per text, whether it mentions value number ``wanted[i]`` (counted across all axes,
+        in order); False where there is none."""
+        rows = np.array([i for i, w in enumerate(wanted) if w is not None], dtype=np.int64)
+        codes = np.array([w for w in wanted if w is not None], dtype=np.int64)
+        hit = np.isin(rows * len(self._axis_of) + codes, self._keys(texts))
+        out = np.zeros(len(wanted), dtype=bool)
+        out[rows] = hit
+        return out
+
     def match(self, text: str) -> set[tuple[int, int]]:
         """(axis index, value index) pairs mentioned in ``text``."""
         return {(ai, vi) for _, ai, vi in self.pairs([text])}

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -26,26 +27,56 @@ def top_share(counts: Sequence[int], top: int = 5) -> float:
 
 
 def describe(values: Sequence[float]) -> dict[str, float]:
-    if not len(values):
+    return describe_counts(Counter(values))
+
+
+def describe_counts(counts: Mapping[int, int] | Mapping[float, int]) -> dict[str, float]:
+    """Mean, standard deviation, extremes and percentiles (numpy's linear interpolation) of
+    the values ``counts`` holds with their multiplicities: exact, in memory of the number of
+    distinct values (prompt lengths: a few hundred), not of the number of prompts."""
+    pairs = sorted((float(v), int(c)) for v, c in counts.items() if c > 0)
+    if not pairs:
         return {"n": 0}
-    a = np.asarray(values, dtype=float)
-    p = np.percentile(a, [5, 25, 50, 75, 95])
+    vals = np.array([v for v, _ in pairs])
+    mult = np.array([c for _, c in pairs], dtype=np.int64)
+    n = int(mult.sum())
+    mean = float((vals * mult).sum() / n)
+    std = math.sqrt(float((mult * (vals - mean) ** 2).sum() / n))
+    ends = np.cumsum(mult)  # the sorted position after the last copy of each value
+
+    def at(k: int) -> float:
+        return float(vals[int(np.searchsorted(ends, k, side="right"))])
+
+    def percentile(q: float) -> float:
+        h = (n - 1) * (q / 100)  # numpy's virtual index, float for float
+        lo = math.floor(h)
+        a, b, t = at(lo), at(min(lo + 1, n - 1)), h - lo
+        return b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t  # as numpy's _lerp
+
     return {
-        "n": int(a.size),
-        "mean": float(a.mean()),
-        "std": float(a.std()),
-        "min": float(a.min()),
-        "p5": float(p[0]),
-        "p25": float(p[1]),
-        "median": float(p[2]),
-        "p75": float(p[3]),
-        "p95": float(p[4]),
-        "max": float(a.max()),
+        "n": n,
+        "mean": mean,
+        "std": std,
+        "min": float(vals[0]),
+        "p5": percentile(5),
+        "p25": percentile(25),
+        "median": percentile(50),
+        "p75": percentile(75),
+        "p95": percentile(95),
+        "max": float(vals[-1]),
     }
 
 
 def histogram(values: Sequence[float], bins: int = 20) -> dict[str, list[float]]:
-    if not len(values):
+    return histogram_counts(Counter(values), bins)
+
+
+def histogram_counts(
+    counts: Mapping[int, int] | Mapping[float, int], bins: int = 20
+) -> dict[str, list[float]]:
+    """numpy's histogram of the values ``counts`` holds with their multiplicities."""
+    if not counts:
         return {"edges": [], "counts": []}
-    counts, edges = np.histogram(np.asarray(values, dtype=float), bins=bins)
-    return {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]}
+    vals = np.array(list(counts), dtype=float)
+    hist, edges = np.histogram(vals, bins=bins, weights=np.array(list(counts.values())))
+    return {"edges": [float(e) for e in edges], "counts": [int(c) for c in hist]}

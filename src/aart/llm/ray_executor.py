@@ -44,6 +44,8 @@ def _ray() -> Any:
             "on every node of the cluster)"
         ) from e
     return ray
+
+
 _ERRORS: dict[str, type[ProviderError]] = {
     c.__name__: c for c in (ProviderError, TransientError, ContentRejected, EndpointDown)
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,11 @@ def _tmp(path: Path) -> Path:
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The records of a JSONL file; a line that is not a JSON object is a usage error naming
     the file and the line."""
-    rows = []
+    return list(iter_jsonl(path))
+
+
+def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """:func:`read_jsonl` one record at a time."""
     try:
         with path.open(encoding="utf-8") as f:
             for n, line in enumerate(f, start=1):
@@ -66,10 +70,9 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
                     ) from None
                 if not isinstance(row, dict):
                     raise UsageError(f"{path}:{n}: expected a JSON object per line")
-                rows.append(row)
+                yield row
     except UnicodeDecodeError as e:
         raise UsageError(f"{path}: not UTF-8 text ({e.reason}); save it as UTF-8") from None
-    return rows
 
 
 def write_csv(
