@@ -68,9 +68,16 @@ def inflections(phrase: str) -> set[str]:
 BATCH = 262_144
 
 # ASCII text (most prompts) is normalized in polars; the rest (NFKC, casefolding) in Python.
+# Every ASCII character that is not a letter or digit becomes a space (a literal multi-pattern
+# replace, three times faster than a regex), then runs of spaces become one.
+_SEPARATORS = [c for c in map(chr, range(128)) if not c.isalnum() and c != " "]
 _FAST_NORMALIZED = (
     pl.lit(" ")
-    + pl.col("text").str.to_lowercase().str.replace_all("[^a-z0-9]+", " ").str.strip_chars(" ")
+    + pl.col("text")
+    .str.to_lowercase()
+    .str.replace_many(_SEPARATORS, [" "] * len(_SEPARATORS))
+    .str.replace_all(" {2,}", " ")
+    .str.strip_chars(" ")
     + pl.lit(" ")
 )
 
@@ -83,7 +90,7 @@ def _text_frame(texts: Texts) -> pl.LazyFrame:
     where the text is not ASCII."""
     s = texts if isinstance(texts, pl.Series) else pl.Series(texts, dtype=pl.String)
     s = s.rename("text").fill_null("")
-    pre = pl.Series("pre", [None] * len(s), dtype=pl.String)
+    pre = pl.repeat(None, len(s), dtype=pl.String, eager=True).rename("pre")
     other = (s.str.len_bytes() != s.str.len_chars()).arg_true()
     if other.len():
         pre = pre.scatter(other, [normalize_for_match(t) for t in s.gather(other).to_list()])
@@ -123,6 +130,8 @@ class KeywordMatcher:
         """row * values + value number, once for every value a text mentions."""
         if not self.patterns or not len(texts):
             return np.zeros(0, dtype=np.int64)
+        # 32-bit keys when they fit (a batch): half the memory traffic of the unique below
+        key = pl.UInt32 if len(texts) * len(self._axis_of) < 2**32 else pl.Int64
         # Patterns are padded with spaces, so overlapping matches must all be reported:
         # " new york " and " york city " share the space between them.
         hits = (
@@ -140,7 +149,9 @@ class KeywordMatcher:
             )
             .join(self._targets, on="pid")
             .select(
-                (pl.col("row").cast(pl.Int64) * len(self._axis_of) + pl.col("code")).alias("key")
+                (pl.col("row").cast(key) * len(self._axis_of) + pl.col("code").cast(key)).alias(
+                    "key"
+                )
             )
         )
         # a text naming a value in two forms counts once (faster here than inside the query)
@@ -184,8 +195,8 @@ class KeywordMatcher:
             keys = self._keys(batch)
             rows, codes = np.divmod(keys, max(n_values, 1))
             per_value += np.bincount(codes, minlength=n_values)
-            row_axis = pl.Series(rows * n_axes + self._axis_of[codes]).unique().to_numpy()
-            per_axis += np.bincount(row_axis % max(n_axes, 1), minlength=n_axes)
+            row_axis = pl.Series(rows * n_axes + self._axis_of[codes].astype(rows.dtype))
+            per_axis += np.bincount(row_axis.unique().to_numpy() % max(n_axes, 1), minlength=n_axes)
         counts = [per_value[self._first[a] : self._first[a + 1]].tolist() for a in range(n_axes)]
         return n, counts, per_axis.tolist()
 
