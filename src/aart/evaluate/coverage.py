@@ -8,7 +8,7 @@ from typing import Any
 
 from ..recipe import Value
 from .data import Dataset
-from .keywords import KeywordMatcher
+from .keywords import KeywordMatcher, Texts
 from .stats import evenness, top_share
 
 
@@ -71,7 +71,7 @@ def keyword_agreement(
 
 
 def agreement_counts(
-    texts: Sequence[str], labels: Sequence[str | None], values: Sequence[Value]
+    texts: Texts, labels: Sequence[str | None], values: Sequence[Value]
 ) -> tuple[int, int]:
     """(records with a label, records whose prompt mentions it). A label outside ``values``
     is matched as a value of its own."""
@@ -99,13 +99,15 @@ class AgreementCounts:
         self.values = values
         self.counts: dict[str, dict[str, list[int]]] = {}
 
-    def add(self, ds: Dataset) -> None:
+    def add(self, ds: Dataset, column: Texts | None = None) -> None:
+        """Add a chunk (``column``: its texts as a polars column, when the caller has it)."""
+        texts = ds.texts if column is None else column
         for axis in [*ds.cells, *(a for a in ds.annotations if a not in ds.cells)]:
             vals = list(self.values.get(axis, []))
             entry = self.counts.setdefault(axis, {})
             for source, labelled in (("cell", ds.cells), ("annotation", ds.annotations)):
                 if axis in labelled:
-                    checked, agree = agreement_counts(ds.texts, labelled[axis], vals)
+                    checked, agree = agreement_counts(texts, labelled[axis], vals)
                     total = entry.setdefault(source, [0, 0])
                     total[0] += checked
                     total[1] += agree

@@ -13,18 +13,17 @@ import numpy as np
 import polars as pl
 
 from ..textsim import find_duplicates, normalize
+from .keywords import Texts, as_column
 from .stream import DistinctCounter, Reservoir, mix
 
 # a word: letters, digits, underscores, combining marks and apostrophes (Unicode)
 _TOKEN = r"[\w']+"
 
 
-def tokenize(texts: Sequence[str]) -> pl.Series:
+def tokenize(texts: Texts) -> pl.Series:
     """The lowercased words of every text (a list per text), in polars (Rust), for a whole
     batch at once."""
-    return (
-        pl.Series(texts, dtype=pl.String).fill_null("").str.to_lowercase().str.extract_all(_TOKEN)
-    )
+    return as_column(texts).str.to_lowercase().str.extract_all(_TOKEN)
 
 
 def tokens(text: str) -> list[str]:
@@ -36,7 +35,7 @@ class TokenHashes:
     hashes of the bigrams and trigrams inside a text: what distinct-n, the vocabulary and the
     lexical embedding are counted from, without a Python loop per word."""
 
-    def __init__(self, texts: Sequence[str]) -> None:
+    def __init__(self, texts: Texts) -> None:
         words = tokenize(texts)
         lengths = words.list.len().fill_null(0).to_numpy()
         self.rows = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
@@ -164,11 +163,11 @@ def _bag(words: TokenHashes, n: int, dim: int = 1024, first: int = 0) -> np.ndar
     return counts.reshape(n, dim).astype(np.float32)
 
 
-def _normalized_hashes(texts: Sequence[str], words: TokenHashes) -> np.ndarray:
+def _normalized_hashes(texts: Sequence[str], words: TokenHashes, s: pl.Series) -> np.ndarray:
     """Hashes of :func:`aart.textsim.normalize` of every text (what makes two prompts exact
-    duplicates): for ASCII text its words joined by spaces, the rest in Python."""
+    duplicates): for ASCII text its words joined by spaces, the rest in Python. ``s``: the
+    texts as a column."""
     joined = words.words.list.join(" ")
-    s = pl.Series(texts, dtype=pl.String).fill_null("")
     other = (s.str.len_bytes() != s.str.len_chars()).arg_true()
     if other.len():
         joined = joined.scatter(other, [normalize(texts[i]) for i in other.to_list()])
@@ -203,14 +202,16 @@ class DiversityMeasures:
         self.lexical = GramStats(1024)
         self.sample: Reservoir[str] = Reservoir(sample or SAMPLE, seed)
 
-    def add(self, texts: Sequence[str]) -> None:
+    def add(self, texts: Sequence[str], column: pl.Series | None = None) -> None:
+        """Add texts (and, when the caller has it, the same texts as a polars column)."""
         self.n += len(texts)
-        words = TokenHashes(texts)
+        column = as_column(texts) if column is None else column
+        words = TokenHashes(column)
         for n in (1, 2, 3):
             _, h = words.ngrams(n)
             self.gram_totals[n] += h.size
             self.grams[n].add(h)
-        self.distinct_texts.add(_normalized_hashes(texts, words))
+        self.distinct_texts.add(_normalized_hashes(texts, words, column))
         for i in range(0, len(texts), 4096):  # 4096 x 1024 floats at a time
             self.lexical.add(_bag(words, min(4096, len(texts) - i), first=i))
         self.sample.extend(texts)

@@ -16,7 +16,7 @@ from .coverage import AgreementCounts, coverage_from_counts, distribution_from_c
 from .data import Dataset, iter_dataset
 from .diversity import DiversityMeasures
 from .embeddings import ENABLE_HINT, Embedder, Int8Embedder, available, load_embedder
-from .keywords import KeywordMatcher
+from .keywords import KeywordMatcher, as_column
 from .stats import describe_counts, histogram_counts
 
 
@@ -99,7 +99,8 @@ class DatasetMeasures:
         if not self.n:
             self.tokens_per_prompt, self.notes = ds.tokens_per_prompt, list(ds.notes)
         self.n += len(ds)
-        _, counts, any_hit = self.matcher.count(ds.texts)
+        column = as_column(ds.texts)  # once, for every measure below
+        _, counts, any_hit = self.matcher.count([column])
         for total, part in zip(self.mentions, counts, strict=True):
             for i, k in enumerate(part):
                 total[i] += k
@@ -108,10 +109,10 @@ class DatasetMeasures:
             self.annotations.setdefault(axis, Counter()).update(x for x in labels if x)
         if ds.annotations or ds.cells:
             self.labelled = True
-            self.agreement.add(ds)
+            self.agreement.add(ds, column)
         self.words.update(len(t.split()) for t in ds.texts)
         self.chars.update(len(t) for t in ds.texts)
-        self.diversity.add(ds.texts)
+        self.diversity.add(ds.texts, column)
 
     def result(self, embedder: Embedder | Int8Embedder | None = None) -> dict[str, Any]:
         diversity, notes = self.diversity.result(embedder)

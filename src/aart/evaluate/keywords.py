@@ -85,11 +85,16 @@ _FAST_NORMALIZED = (
 Texts = Sequence[str] | pl.Series
 
 
+def as_column(texts: Texts) -> pl.Series:
+    """Texts as a polars column (made once per chunk and shared by every measure)."""
+    s = texts if isinstance(texts, pl.Series) else pl.Series(texts, dtype=pl.String)
+    return s.fill_null("")
+
+
 def _text_frame(texts: Texts) -> pl.LazyFrame:
     """Row number and text, with :func:`normalize_for_match` already applied (column ``pre``)
     where the text is not ASCII."""
-    s = texts if isinstance(texts, pl.Series) else pl.Series(texts, dtype=pl.String)
-    s = s.rename("text").fill_null("")
+    s = as_column(texts).rename("text")
     pre = pl.repeat(None, len(s), dtype=pl.String, eager=True).rename("pre")
     other = (s.str.len_bytes() != s.str.len_chars()).arg_true()
     if other.len():
