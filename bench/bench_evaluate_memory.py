@@ -5,7 +5,7 @@ read in chunks and every measure is a running count, a bounded distinct count or
 sample, so peak RSS should not grow with the file (the goal: a ratio near 1). Embeddings are
 off: at about 150 prompts/s they would take their 100,000-prompt sample 11 minutes.
 
-    python bench/bench_evaluate_memory.py [--sizes 100000 10000000]
+    python bench/bench_evaluate_memory.py [--sizes 100000 1000000 10000000]
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def one(path: str, dims: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 10_000_000])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -108,11 +108,13 @@ def main() -> None:
                 flush=True,
             )
             path.unlink()
-        small, large = results[0][1], results[len(args.sizes) - 1][1]
-        print(
-            f"peak RSS ratio, {large['prompts']:,} / {small['prompts']:,} prompts (Parquet): "
-            f"{large['peak_mib'] / small['peak_mib']:.3f}"
-        )
+        parquet = [r for suffix, r in results if suffix == ".parquet"]
+        large = parquet[-1]
+        for small in parquet[:-1]:
+            print(
+                f"peak RSS ratio, {large['prompts']:,} / {small['prompts']:,} prompts (Parquet): "
+                f"{large['peak_mib'] / small['peak_mib']:.3f}"
+            )
         print("notes at the largest size:", *large["notes"], sep="\n  ")
 
 
