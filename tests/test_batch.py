@@ -239,15 +239,19 @@ def attack_setup(tmp_path: Path, server: FakeOpenAIServer) -> tuple[Path, dict]:
 def test_an_attack_in_batches_judges_as_the_online_one(tmp_path):
     with FakeOpenAIServer() as server:
         dataset, common = attack_setup(tmp_path, server)
-        common["strategies"] = ["base64"]
+        # a converter, an LLM rewrite and PAIR's rounds: chains of calls, each step a batch
+        common.update(
+            strategies=["base64", "paraphrase", "pair"], attacker="openai/attacker", limit=4
+        )
         online = aart.attack(dataset, out=tmp_path / "online", **common)
         served = len(server.requests)
         batched = aart.attack(dataset, out=tmp_path / "batched", batch=FAST, **common)
-        assert len(server.requests) == served  # target and judge answered by batches
-        # the target's answers come first, the judge's verdicts in the next batch
-        assert len(server.batches) >= 2
+        assert len(server.requests) == served  # target, attacker and judge answered by batches
+        # rewrites, then the target's answers, then the verdicts, then PAIR's next rounds
+        assert len(server.batches) > 3
         assert batched.judged == online.judged == batched.prompts > 0
         assert batched.overall == online.overall and batched.outcomes == online.outcomes
+        assert batched.usage["calls"] == online.usage["calls"]  # the same calls, none twice
 
 
 def test_the_dry_run_prices_step_3_at_the_batch_price(tmp_path):
