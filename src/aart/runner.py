@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .errors import EndpointDown, ProviderError
@@ -29,9 +29,15 @@ async def run_pool(
         for job in it:  # next() is synchronous, so workers never take the same job
             await worker(job)
 
+    await _concurrently(loop, concurrency)
+
+
+async def _concurrently(loop: Callable[[], Coroutine[Any, Any, None]], n: int) -> None:
+    """``n`` copies of ``loop`` at once; the first exception cancels the others and is
+    raised as itself (not in an ExceptionGroup)."""
     try:
         async with asyncio.TaskGroup() as tg:
-            for _ in range(max(1, concurrency)):
+            for _ in range(max(1, n)):
                 tg.create_task(loop())
     except* BaseException as group:
         raise group.exceptions[0] from None
@@ -135,11 +141,7 @@ async def _run_round(
 
     beat = asyncio.create_task(heartbeat())
     try:
-        async with asyncio.TaskGroup() as tg:
-            for _ in range(max(1, concurrency)):
-                tg.create_task(loop())
-    except* BaseException as group:
-        raise group.exceptions[0] from None
+        await _concurrently(loop, concurrency)
     finally:
         beat.cancel()
         db.drop_leases()

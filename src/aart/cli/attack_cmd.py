@@ -12,17 +12,16 @@ import click
 from .. import pipeline
 from ..evaluate.data import parse_mapping
 from ..llm import Price
+from ..llm.batch import BatchSettings
+from ..llm.ray_executor import RaySettings
 from ..redteam.findings import Findings
 from .common import (
-    batch_options,
-    batch_settings,
     column_options,
     echo_kv,
-    executor_options,
     failed_job_lines,
     no_cache_option,
     progress_bars,
-    ray_settings,
+    scale_options,
     usage_line,
 )
 
@@ -176,8 +175,7 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
     help="Estimate calls and tokens per strategy; call nothing, write nothing.",
 )
 @column_options
-@batch_options
-@executor_options
+@scale_options
 def attack_command(
     dataset: str,
     target: str,
@@ -197,11 +195,8 @@ def attack_command(
     fail_above: float | None,
     min_judged: float,
     prices: tuple[str, ...],
-    batch: bool,
-    batch_poll: float,
-    executor: str,
-    ray_address: str | None,
-    ray_cpus: int | None,
+    batch: BatchSettings | None,
+    ray: RaySettings | None,
     **judging: Any,
 ) -> None:
     """Send every prompt of DATASET to the target, judge the responses and report the
@@ -223,8 +218,8 @@ def attack_command(
         attacker=attacker,
         max_rounds=max_rounds,
         max_turns=max_turns,
-        batch=batch_settings(batch, batch_poll),
-        ray=ray_settings(executor, ray_address, ray_cpus),
+        batch=batch,
+        ray=ray,
         **judging,
     )
     if dry_run:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -43,64 +44,74 @@ mix_models_option = click.option(
 )
 
 
-def batch_options(f: Any) -> Any:
-    """--batch and --batch-poll, given to the command as ``batch`` (BatchSettings or None)."""
-    f = click.option(
+def scale_options(f: Any) -> Any:
+    """--batch [--batch-poll S] and --executor local|ray [--ray-address A] [--ray-cpus N],
+    given to the command as ``batch`` (BatchSettings or None) and ``ray`` (RaySettings or
+    None)."""
+
+    @functools.wraps(f)
+    def command(
+        *args: Any,
+        batch: bool,
+        batch_poll: float,
+        executor: str,
+        ray_address: str | None,
+        ray_cpus: int | None,
+        **kwargs: Any,
+    ) -> Any:
+        if executor != "ray" and (ray_address or ray_cpus):
+            raise click.UsageError("--ray-address and --ray-cpus go with --executor ray")
+        return f(
+            *args,
+            batch=BatchSettings(poll=batch_poll) if batch else None,
+            ray=RaySettings(address=ray_address, num_cpus=ray_cpus) if executor == "ray" else None,
+            **kwargs,
+        )
+
+    for option in reversed(_SCALE_OPTIONS):
+        command = option(command)
+    return command
+
+
+_SCALE_OPTIONS = [
+    click.option(
+        "--batch",
+        is_flag=True,
+        help="Send the calls through the server's batch API (/v1/files, /v1/batches: OpenAI, "
+        "Together, the LiteLLM proxy ...), at its batch price; re-running picks up the "
+        "batches in flight.",
+    ),
+    click.option(
         "--batch-poll",
         type=float,
         default=5.0,
         show_default=True,
         metavar="SECONDS",
         help="With --batch: first wait between looks at a batch (backs off to 60 s).",
-    )(f)
-    return click.option(
-        "--batch",
-        is_flag=True,
-        help="Send the calls through the server's batch API (/v1/files, /v1/batches: OpenAI, "
-        "Together, the LiteLLM proxy ...), at its batch price; re-running picks up the "
-        "batches in flight.",
-    )(f)
-
-
-def batch_settings(batch: bool, batch_poll: float) -> BatchSettings | None:
-    return BatchSettings(poll=batch_poll) if batch else None
-
-
-def executor_options(f: Any) -> Any:
-    """--executor, --ray-address and --ray-cpus, given to the command as ``ray``
-    (RaySettings or None)."""
-    f = click.option(
-        "--ray-cpus",
-        type=click.IntRange(1),
-        default=None,
-        metavar="N",
-        help="With --executor ray and no cluster address: CPUs of the local Ray instance.",
-    )(f)
-    f = click.option(
-        "--ray-address",
-        default=None,
-        metavar="ADDRESS",
-        help="With --executor ray: the cluster to join (default $RAY_ADDRESS, else a local "
-        "instance).",
-    )(f)
-    return click.option(
+    ),
+    click.option(
         "--executor",
         type=click.Choice(["local", "ray"]),
         default="local",
         show_default=True,
         help="Where the model calls run: in this process, or on a Ray cluster's workers "
         "(pip install 'aart-redteam[ray]').",
-    )(f)
-
-
-def ray_settings(
-    executor: str, ray_address: str | None, ray_cpus: int | None
-) -> RaySettings | None:
-    if executor != "ray":
-        if ray_address or ray_cpus:
-            raise click.UsageError("--ray-address and --ray-cpus go with --executor ray")
-        return None
-    return RaySettings(address=ray_address, num_cpus=ray_cpus)
+    ),
+    click.option(
+        "--ray-address",
+        default=None,
+        metavar="ADDRESS",
+        help="With --executor ray: the cluster to join (default $RAY_ADDRESS, else a local "
+        "instance).",
+    ),
+    click.option(
+        "--ray-cpus",
+        type=click.IntRange(1),
+        default=None,
+        metavar="N",
+        help="With --executor ray and no cluster address: CPUs of the local Ray instance.",
+    ),
+]
 
 
 no_cache_option = click.option(

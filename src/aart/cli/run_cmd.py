@@ -10,20 +10,19 @@ import click
 
 from .. import pipeline
 from ..errors import BudgetError
+from ..llm.batch import BatchSettings
+from ..llm.ray_executor import RaySettings
 from ..steps.scope import Plan
 from .common import (
     base_url_option,
-    batch_options,
-    batch_settings,
     echo_kv,
     echo_samples,
-    executor_options,
     generation_lines,
     mix_models_option,
     model_option,
     no_cache_option,
     progress_bars,
-    ray_settings,
+    scale_options,
     size_option,
     usage_line,
 )
@@ -37,7 +36,6 @@ def dry_run_text(e: dict[str, Any]) -> str:
         cost = f"${e['cost']:.4f}" if e["cost"] else "$0 (no paid model)"
     if e.get("batch"):
         cost += " (Step 3 at the batch price)"
-    if e.get("batch"):
         time = "the server's batch window (up to 24h)"
     elif e["seconds"] is None:
         time = "unknown (set models.tokens_per_second)"
@@ -77,8 +75,7 @@ def dry_run_text(e: dict[str, Any]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="With --dry-run: the estimate as JSON.")
 @base_url_option
 @mix_models_option
-@batch_options
-@executor_options
+@scale_options
 def run_command(
     recipe: str,
     model: str | None,
@@ -89,11 +86,8 @@ def run_command(
     as_json: bool,
     base_url: str | None,
     mix_models: bool,
-    batch: bool,
-    batch_poll: float,
-    executor: str,
-    ray_address: str | None,
-    ray_cpus: int | None,
+    batch: BatchSettings | None,
+    ray: RaySettings | None,
 ) -> None:
     """Run the three AART steps on RECIPE (a path or a built-in name, see `aart recipes`).
 
@@ -102,7 +96,7 @@ def run_command(
     3's jobs with it.
     """
     if dry_run:
-        est = pipeline.dry_run(recipe, model=model, size=size, batch=batch)
+        est = pipeline.dry_run(recipe, model=model, size=size, batch=batch is not None)
         click.echo(json.dumps(est, indent=2) if as_json else dry_run_text(est))
         if est["over_budget"]:
             click.echo(f"over budget: {'; '.join(est['over_budget'])}", err=True)
@@ -125,8 +119,8 @@ def run_command(
             no_cache=no_cache,
             progress=bars,
             on_plan=show_plan,
-            batch=batch_settings(batch, batch_poll),
-            ray=ray_settings(executor, ray_address, ray_cpus),
+            batch=batch,
+            ray=ray,
         )
     s, u = result.stats, result.usage
     click.echo(f"\naart run finished in {result.seconds:.1f}s: {result.root}")

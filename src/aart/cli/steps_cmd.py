@@ -8,19 +8,18 @@ from pathlib import Path
 import click
 
 from .. import pipeline
+from ..llm.batch import BatchSettings
+from ..llm.ray_executor import RaySettings
 from .common import (
     base_url_option,
-    batch_options,
-    batch_settings,
     echo_kv,
     echo_samples,
-    executor_options,
     generation_lines,
     mix_models_option,
     model_option,
     no_cache_option,
     progress_bars,
-    ray_settings,
+    scale_options,
     size_option,
     usage_line,
 )
@@ -72,19 +71,15 @@ def scope_command(run_dir: str, model: str | None, force: bool) -> None:
 @no_cache_option
 @base_url_option
 @mix_models_option
-@batch_options
-@executor_options
+@scale_options
 def generate_command(
     run_dir: str,
     model: str | None,
     no_cache: bool,
     base_url: str | None,
     mix_models: bool,
-    batch: bool,
-    batch_poll: float,
-    executor: str,
-    ray_address: str | None,
-    ray_cpus: int | None,
+    batch: BatchSettings | None,
+    ray: RaySettings | None,
 ) -> None:
     """Step 3: generate the dataset for RUN/blueprint.jsonl; resumes finished attempts. Uses
     the model the run was made with, unless --model says otherwise."""
@@ -96,8 +91,8 @@ def generate_command(
             progress=bars,
             base_url=base_url,
             mix_models=mix_models,
-            batch=batch_settings(batch, batch_poll),
-            ray=ray_settings(executor, ray_address, ray_cpus),
+            batch=batch,
+            ray=ray,
         )
     click.echo(f"dataset: {run_dir}/dataset.jsonl")
     echo_kv([*generation_lines(s), ("spent now", usage_line(s.spent_now))])

@@ -7,6 +7,7 @@ import random
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import RuntimeFailure, TransientError
 from .types import Usage
@@ -105,6 +106,27 @@ class Budget:
     #: calls started but not yet paid for: counted against max_calls, so concurrent callers
     #: cannot all pass the check before any of them has spent
     in_flight: int = 0
+
+    @classmethod
+    def resuming(
+        cls,
+        spent: dict[str, Any] | None,
+        *,
+        max_calls: int | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+    ) -> Budget:
+        """These caps, counting what earlier invocations of the same run already spent
+        (``spent`` as :meth:`RunDB.call_totals` gives it; None: nothing yet)."""
+        spent = spent or {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
+        return cls(
+            max_calls=max_calls,
+            max_tokens=max_tokens,
+            max_cost=max_cost,
+            calls=spent["calls"],
+            tokens=spent["prompt_tokens"] + spent["completion_tokens"],
+            cost=spent["cost"],
+        )
 
     def reserve(self) -> None:
         """Check the caps and hold one call; raise BudgetExhausted when a cap is reached.

@@ -154,14 +154,11 @@ class Attack:
         self.db = RunDB(self.out / "run.db", lock="shared")  # other attack workers may join
         try:
             self._check_settings()
-            spent = self.db.call_totals()
-            self.budget = Budget(
+            self.budget = Budget.resuming(
+                self.db.call_totals(),
                 max_calls=config.max_calls,
                 max_tokens=config.max_tokens_total,
                 max_cost=config.max_cost,
-                calls=spent["calls"],
-                tokens=spent["prompt_tokens"] + spent["completion_tokens"],
-                cost=spent["cost"],
             )
             # target, judges and classifier: one factory, so one budget, one cache, one set of
             # prices

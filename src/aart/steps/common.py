@@ -57,14 +57,8 @@ def recipe_budget(recipe: Recipe, spent: dict[str, Any] | None = None) -> Budget
     """The recipe's budget, counting what earlier invocations already spent (``spent`` as
     :meth:`RunDB.call_totals` gives it)."""
     b = recipe.budget
-    spent = spent or {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
-    return Budget(
-        max_calls=b.max_calls,
-        max_tokens=b.max_tokens,
-        max_cost=b.max_cost,
-        calls=spent["calls"],
-        tokens=spent["prompt_tokens"] + spent["completion_tokens"],
-        cost=spent["cost"],
+    return Budget.resuming(
+        spent, max_calls=b.max_calls, max_tokens=b.max_tokens, max_cost=b.max_cost
     )
 
 
