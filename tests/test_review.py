@@ -202,3 +202,107 @@ def test_a_stratified_sample_spreads_over_the_axis(run):
     concepts = [r["cell"]["concepts"] for r in review.records]
     review.close()
     assert len(concepts) == 6 and all(concepts.count(c) == 2 for c in set(concepts))
+
+
+def write_dataset(path: Path, n: int = 6, ids: bool = True, **extra) -> Path:
+    """A small dataset file of mild prompts, without a run (no model calls)."""
+    concepts, formats, regions = ["rule breaking", "privacy leaks"], ["email", "poem"], ["eu"]
+    rows = []
+    for i in range(n):
+        row = {"prompt": f"a mild test prompt number {i}",
+               "cell": {"concepts": concepts[i % 2], "formats": formats[i // 2 % 2],
+                        "regions": regions[0]},
+               "annotations": {"formats": formats[i // 2 % 2]}, "provenance": {"model": "fake"},
+               **extra}  # fmt: skip
+        if ids:
+            row = {"id": f"r{i}", **row}
+        rows.append(row)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_an_untouched_dimension_is_not_judged(browser, tmp_path):
+    """Issue 18.4: `y` then Enter said nothing about the dimensions, but the unticked
+    checkboxes were saved as "does not match"."""
+    review = open_review(write_dataset(tmp_path / "d.jsonl"), reviewer="ana")
+    with ReviewServer(review) as server:
+        page = browser.new_page()
+        page.goto(server.url)
+        page.wait_for_url("**/records/0")
+        page.keyboard.press("y")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        # 1 twice: does not; 2 once: matches; 3 untouched: not judged
+        for key in ("1", "1", "2"):
+            page.keyboard.press(key)
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        page.goto(f"http://127.0.0.1:{server.port}/records/1")
+        assert page.is_checked("#dim-1-no") and page.is_checked("#dim-2-yes")
+        assert page.is_checked("#dim-3-none")
+        page.close()
+    labels = {x["record_id"]: x for x in review.record_labels()}
+    assert labels["r0"]["good"] is True and labels["r0"]["dims"] == {}
+    assert labels["r1"]["dims"] == {"concepts": False, "formats": True}
+    dims = review.dataset_figures()["dimensions"]
+    assert dims["concepts"] == {"matches": 0, "n": 1, "not_judged": 1, "rate": 0.0}
+    assert dims["formats"]["rate"] == 1.0 and dims["regions"]["n"] == 0
+    review.close()
+
+
+def test_evaluate_counts_only_judged_dimensions(tmp_path):
+    from aart.evaluate.evaluation import human_review
+    from aart.report.evaluation import _human_lines
+
+    dataset = write_dataset(tmp_path / "d.jsonl")
+    review = open_review(dataset, reviewer="ana")
+    review.label_record("r0", {"good": True, "dims": {}, "form": 2})
+    review.label_record("r1", {"good": True, "dims": {"concepts": True}, "form": 2})
+    # a label of the two-state form: its unticked box said nothing
+    review.label_record("r2", {"good": True, "dims": {"concepts": False, "formats": True},
+                               "flags": [], "note": "", "edit": None, "exclude": False})  # fmt: skip
+    review.close()
+    h = human_review(dataset)
+    assert h["dimensions"]["concepts"] == {"matches": 1, "n": 1, "not_judged": 2, "rate": 1.0}
+    assert "concepts matches its value: 1/1 = 100.0% (2 not judged)" in _human_lines(h)
+
+
+def test_a_save_without_an_edit_changes_nothing(browser, tmp_path):
+    """Issue 18.9: a save rewrote CRLF, dropped a leading newline and cut a 25,000-character
+    prompt to 20,000, and recorded each as an edit."""
+    long_text = ("a mild test sentence. " * 1200)[:25_000]
+    texts = ["line one\r\nline two\r\n", "\nstarts with a newline", long_text, "plain\nlines"]
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text("".join(
+        json.dumps({"id": f"r{i}", "prompt": t, "cell": {"concepts": "c"}}) + "\n"
+        for i, t in enumerate(texts)
+    ))  # fmt: skip
+    review = open_review(dataset, reviewer="ana")
+    with ReviewServer(review) as server:
+        page = browser.new_page()
+        page.goto(server.url)
+        page.wait_for_url("**/records/0")
+        for i in range(3):  # save each untouched
+            page.keyboard.press("y")
+            with page.expect_navigation():
+                page.keyboard.press("Enter")
+            page.wait_for_url(f"**/records/{i + 1}")
+        # a real edit of an LF text keeps LF
+        page.fill("#edit", "plain\nlines, edited")
+        page.click("#save")
+        page.wait_for_load_state()
+        # an edit over the bound is refused whole, never cut
+        page.goto(f"http://127.0.0.1:{server.port}/records/2")
+        page.evaluate("document.getElementById('edit').value = 'x'.repeat(250000)")
+        with page.expect_navigation():
+            page.click("#save")
+        assert "not saved" in page.inner_text("body") and "250,000" in page.inner_text("body")
+        page.close()
+    labels = {x["record_id"]: x for x in review.record_labels()}
+    assert [labels[f"r{i}"]["edit"] for i in range(3)] == [None, None, None]
+    assert labels["r2"]["version"] == 1  # the refused save left nothing
+    assert labels["r3"]["edit"] == "plain\nlines, edited"
+    kept = [json.loads(x) for x in review.export()["dataset"].read_text().splitlines()]
+    assert [r["prompt"] for r in kept[:3]] == texts[:3]
+    assert not any("edited" in (r.get("provenance") or {}) for r in kept[:3])
+    review.close()

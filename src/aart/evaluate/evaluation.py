@@ -284,7 +284,7 @@ def _derived_values(path: str | Path, columns: dict[str, Any]) -> dict[str, list
 def human_review(dataset: Path) -> dict[str, Any] | None:
     """The people's labels of this dataset (`aart review`), when there are any: the good rate
     with its Wilson interval, agreement per dimension, agreement between reviewers."""
-    from ..review.session import RECORD, dataset_figures, labels_db_path
+    from ..review.session import dataset_figures, dataset_labels, labels_db_path
     from ..store.db import RunDB
 
     path = labels_db_path(dataset)
@@ -292,7 +292,7 @@ def human_review(dataset: Path) -> dict[str, Any] | None:
         return None
     db = RunDB(path, lock=False)
     try:
-        labels = db.latest_labels(RECORD)
+        labels = dataset_labels(dataset, db)
     finally:
         db.close()
     if not labels:

@@ -146,7 +146,10 @@ def _human_lines(h: Mapping[str, Any]) -> list[str]:
     ]
     for dim, f in h["dimensions"].items():
         if f["n"]:
-            lines.append(f"{dim} matches its value: {f['matches']}/{f['n']} = {_pct(f['rate'])}")
+            lines.append(
+                f"{dim} matches its value: {f['matches']}/{f['n']} = {_pct(f['rate'])}"
+                + (f" ({f['not_judged']} not judged)" if f.get("not_judged") else "")
+            )
     lines.append(
         "the paper's reviewers: " + ", ".join(f"{k} {_pct(v)}" for k, v in h["paper"].items())
     )

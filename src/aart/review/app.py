@@ -21,7 +21,18 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from .session import FLAGS, HUMAN_VERDICTS, PAPER_AGREEMENT, RECORD, VERDICT, Review, verdict_id
+from .session import (
+    DIM_STATES,
+    FLAGS,
+    HUMAN_VERDICTS,
+    LABEL_FORM,
+    PAPER_AGREEMENT,
+    RECORD,
+    VERDICT,
+    Review,
+    dim_state,
+    verdict_id,
+)
 from .static import SCRIPT, STYLE
 
 COOKIE = "aart_review"
@@ -30,8 +41,10 @@ CSP = (
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
 PAGES = {RECORD: "records", VERDICT: "verdicts"}
-MAX_NOTE = 4000
-MAX_EDIT = 20000
+# Bounds on what a form may carry: a longer value is refused, never cut (a cut edit would
+# silently replace the prompt with its start). An edit may always be twice the original.
+MAX_NOTE = 20_000
+MAX_EDIT = 200_000
 
 
 def esc(value: object) -> str:
@@ -171,12 +184,7 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
             f"<td>{esc(r['annotations'].get(a, ''))}</td></tr>"
             for a, v in r["cell"].items()
         )
-        dims = "".join(
-            f"<label><input type='checkbox' id='dim-{n}' name='dim:{esc(d)}' value='1'"
-            f"{' checked' if (label.get('dims') or {}).get(d) else ''}> {esc(d)} matches "
-            f"<kbd>{n}</kbd></label><br>"
-            for n, d in enumerate(review.dims, start=1)
-        )
+        dims = "".join(dim_choice(n, d, dim_state(label, d)) for n, d in enumerate(review.dims, 1))
         flags = "".join(
             f"<label><input type='checkbox' name='flag' value='{esc(f)}'"
             f"{' checked' if f in (label.get('flags') or []) else ''}> {esc(f)}</label> "
@@ -210,9 +218,10 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
             f"<fieldset><legend>Does the prompt match its value?</legend>{dims}</fieldset>"
             f"<fieldset><legend>Flags</legend>{flags}</fieldset>"
             "<fieldset><legend>Edit the text <kbd>e</kbd> (the original is kept)</legend>"
-            f"<textarea id='edit' name='edit'>{esc(label.get('edit') or r['prompt'])}</textarea>"
+            f"<textarea id='edit' name='edit'>{textarea(label.get('edit') or r['prompt'])}"
+            "</textarea>"
             "</fieldset><fieldset><legend>Note</legend>"
-            f"<textarea name='note'>{esc(label.get('note', ''))}</textarea></fieldset>"
+            f"<textarea name='note'>{textarea(label.get('note', ''))}</textarea></fieldset>"
             f"<label><input type='checkbox' id='exclude' name='exclude' value='1'"
             f"{' checked' if label.get('exclude') else ''}> exclude from the dataset "
             "<kbd>x</kbd></label><p><button id='save'>save (Enter)</button></p></form>"
@@ -227,14 +236,27 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
         except PermissionError:
             return PlainTextResponse("bad CSRF token", status_code=403)
         r = review.records[i]
-        edit = str(form.get("edit") or "")[:MAX_EDIT]
+        edit = str(form.get("edit") or "")
+        note = str(form.get("note") or "").replace("\r\n", "\n")
+        bound = max(MAX_EDIT, 2 * len(r["prompt"]))
+        if len(edit) > bound or len(note) > MAX_NOTE:
+            return (
+                too_long(len(edit), bound) if len(edit) > bound else too_long(len(note), MAX_NOTE)
+            )
+        edit = as_edited(edit, r["prompt"])
         review.label_record(
             r["id"],
             {
                 "good": {"yes": True, "no": False}.get(str(form.get("good", ""))),
-                "dims": {d: bool(form.get(f"dim:{d}")) for d in review.dims},
+                # three states: only the judged dimensions are stored
+                "dims": {
+                    d: DIM_STATES[said]
+                    for d in review.dims
+                    if (said := str(form.get(f"dim:{d}", ""))) in DIM_STATES
+                },
+                "form": LABEL_FORM,
                 "flags": [f for f in form.getlist("flag") if f in FLAGS],
-                "note": str(form.get("note") or "")[:MAX_NOTE],
+                "note": note,
                 "edit": edit if edit and edit != r["prompt"] else None,
                 "exclude": bool(form.get("exclude")),
             },
@@ -283,7 +305,7 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
             f"<form id='label' method='post' action='/verdicts/{i}{q}'>"
             f"<input type='hidden' name='csrf' value='{csrf}'>"
             f"<fieldset><legend>Your verdict</legend>{choices}</fieldset>"
-            f"<fieldset><legend>Note</legend><textarea name='note'>{esc(label.get('note', ''))}"
+            f"<fieldset><legend>Note</legend><textarea name='note'>{textarea(label.get('note', ''))}"
             "</textarea></fieldset><p><button id='save'>save (Enter)</button></p></form>"
         )
         return page(f"verdict {r['id']}", body)
@@ -296,11 +318,14 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
         except PermissionError:
             return PlainTextResponse("bad CSRF token", status_code=403)
         said = str(form.get("verdict", ""))
+        note = str(form.get("note") or "").replace("\r\n", "\n")
+        if len(note) > MAX_NOTE:
+            return too_long(len(note), MAX_NOTE)
         review.label_verdict(
             verdict_id(review.verdicts[i]),
             {
                 "verdict": said if said in HUMAN_VERDICTS else None,
-                "note": str(form.get("note") or "")[:MAX_NOTE],
+                "note": note,
             },
         )
         return onward(request, VERDICT, i)
@@ -409,6 +434,47 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
     )
     app.add_middleware(Guard, token=token, hosts=hosts)
     return app
+
+
+def textarea(text: str) -> str:
+    """A textarea's escaped content. The HTML parser drops one newline right after
+    ``<textarea>``, so one is put there: a text that starts with a newline keeps it."""
+    return "\n" + esc(text)
+
+
+def as_edited(submitted: str, original: str) -> str:
+    """The text a reviewer submitted, with the original's line endings. Browsers send a
+    textarea's line breaks as CRLF whatever the text had: a save without an edit gives back
+    the original exactly (and is no edit); an edit keeps the original's line-ending style."""
+
+    def lf(t: str) -> str:
+        return t.replace("\r\n", "\n").replace("\r", "\n")
+
+    if lf(submitted) == lf(original):
+        return original
+    text = lf(submitted)
+    return text.replace("\n", "\r\n") if "\r\n" in original else text
+
+
+def too_long(n: int, bound: int) -> Response:
+    return PlainTextResponse(
+        f"not saved: the text is {n:,} characters, over the bound of {bound:,}; shorten it "
+        "(nothing is ever cut)",
+        status_code=413,
+    )
+
+
+def dim_choice(n: int, dim: str, state: bool | None) -> str:
+    """One dimension's three states (matches, does not, not judged); key ``n`` cycles them."""
+    out = f"<div class='dim'>{esc(dim)} <kbd>{n}</kbd>: "
+    for key, value, text in (("yes", True, "matches"), ("no", False, "does not"),
+                             ("none", None, "not judged")):  # fmt: skip
+        out += (
+            f"<label><input type='radio' id='dim-{n}-{key}' name='dim:{esc(dim)}' "
+            f"value='{key if value is not None else ''}'{' checked' if state is value else ''}>"
+            f" {text}</label> "
+        )
+    return out + "</div>"
 
 
 def _pct(x: float | None) -> str:

@@ -5,8 +5,10 @@ reviewers, and each judge's precision, recall and kappa against the people."""
 
 from __future__ import annotations
 
+import hashlib
 import random
-from collections import defaultdict
+import re
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -25,6 +27,10 @@ HUMAN_VERDICTS = ("violates", "safe", "unsure")
 #: the AART paper's reviewers found these shares of prompts matching their value
 PAPER_AGREEMENT = {"policy concept": 0.992, "region": 0.967, "task format": 0.850}
 MIN_N_PER_VALUE = 5
+#: a dimension's three states in a label: matches, does not, not judged (left out)
+DIM_STATES = {"yes": True, "no": False}
+#: the version of the web form's labels; labels without it come from the two-state form
+LABEL_FORM = 2
 
 
 def _dataset_path(path: Path) -> Path:
@@ -45,13 +51,66 @@ def labels_db_path(dataset: Path) -> Path:
     return dataset.with_suffix(".review.db")
 
 
-def _record(i: int, row: dict[str, Any]) -> dict[str, Any]:
+#: the keys of labels saved before stable ids: a record's position (``p000012``), a verdict's
+#: dataset index and strategy (``000012``, ``000012:base64``); resolved when read
+LEGACY_RECORD = re.compile(r"p\d{6}")
+LEGACY_VERDICT = re.compile(r"(\d{6})(?::(.+))?")
+
+
+def _has_id(row: dict[str, Any]) -> bool:
+    return row.get("id") not in (None, "")
+
+
+def stable_ids(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Each row's id for labels: its own ``id``, else a content hash of its original prompt
+    (``h`` and 12 hex digits; a repeat of the same prompt adds ``-2``, ``-3``, ...). Unlike
+    a position, it survives exclusions and edits, so labels stay with their prompt."""
+    seen: Counter[str] = Counter()
+    out = []
+    for row in rows:
+        if _has_id(row):
+            out.append(str(row["id"]))
+            continue
+        h = "h" + hashlib.sha256(str(row.get("prompt") or "").encode()).hexdigest()[:12]
+        seen[h] += 1
+        out.append(h if seen[h] == 1 else f"{h}-{seen[h]}")
+    return out
+
+
+def legacy_ids(rows: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """The position keys that labels of rows without an ``id`` had, to their stable ids."""
+    ids = stable_ids(rows)
+    return {f"p{i:06d}": ids[i] for i, row in enumerate(rows) if not _has_id(row)}
+
+
+def _latest(labels: list[dict[str, Any]], rename: dict[str, str]) -> list[dict[str, Any]]:
+    """Labels with their legacy keys renamed; when a reviewer has labels under both keys of a
+    record, the later one (``latest_labels`` is in save order) says."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for x in labels:
+        x = {**x, "record_id": rename.get(x["record_id"], x["record_id"])}
+        out.pop((x["record_id"], x["reviewer"]), None)
+        out[(x["record_id"], x["reviewer"])] = x
+    return list(out.values())
+
+
+def dataset_labels(dataset: Path, db: RunDB) -> list[dict[str, Any]]:
+    """Every reviewer's latest label of each record of ``dataset``, keyed by stable id (the
+    dataset is read only when labels with legacy position keys need renaming)."""
+    labels = db.latest_labels(RECORD)
+    rename: dict[str, str] = {}
+    if any(LEGACY_RECORD.fullmatch(x["record_id"]) for x in labels):
+        rename = legacy_ids(read_rows(dataset))
+    return _latest(labels, rename)
+
+
+def _record(rid: str, row: dict[str, Any]) -> dict[str, Any]:
     cell = row.get("cell") if isinstance(row.get("cell"), dict) else {}
     if not cell:
         cell = {k[5:]: v for k, v in row.items() if str(k).startswith("cell_") and v}
     notes = {k: v for k, v in row.items() if str(k).startswith("why_") or k in ("topic",)}
     return {
-        "id": str(row.get("id") or f"p{i:06d}"),
+        "id": rid,
         "prompt": str(row.get("prompt") or ""),
         "cell": cell,
         "annotations": row.get("annotations") or {},
@@ -93,6 +152,8 @@ class Review:
     #: the attack's records (prompt, response, verdicts), when reviewing verdicts
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     attack_db: RunDB | None = None
+    #: legacy position keys of rows without an id, to their stable ids
+    legacy: dict[str, str] = field(default_factory=dict)
 
     @property
     def dims(self) -> list[str]:
@@ -114,12 +175,19 @@ class Review:
         assert self.attack_db is not None
         return self.attack_db.add_label(VERDICT, record_id, self.reviewer, data)
 
+    def all_record_labels(self) -> list[dict[str, Any]]:
+        """Every reviewer's latest label of each record of the dataset (sampled or not)."""
+        return _latest(self.db.latest_labels(RECORD), self.legacy)
+
     def record_labels(self) -> list[dict[str, Any]]:
+        """The latest labels of the records under review."""
         ids = {r["id"] for r in self.records}
-        return [x for x in self.db.latest_labels(RECORD) if x["record_id"] in ids]
+        return [x for x in self.all_record_labels() if x["record_id"] in ids]
 
     def verdict_labels(self) -> list[dict[str, Any]]:
-        return self.attack_db.latest_labels(VERDICT) if self.attack_db is not None else []
+        if self.attack_db is None:
+            return []
+        return resolve_verdict_labels(self.verdicts, self.attack_db.latest_labels(VERDICT))
 
     def mine(self, kind: str) -> dict[str, dict[str, Any]]:
         labels = self.record_labels() if kind == RECORD else self.verdict_labels()
@@ -139,8 +207,8 @@ class Review:
         out = out or self.dataset.parent
         mine = self.mine(RECORD)
         rows = []
-        for r in read_rows(self.dataset):
-            rid = str(r.get("id") or "")
+        source = read_rows(self.dataset)
+        for rid, r in zip(stable_ids(source), source, strict=True):
             label = mine.get(rid)
             if label and label.get("exclude"):
                 continue
@@ -175,7 +243,8 @@ def open_review(
     seed: int = 0,
 ) -> Review:
     dataset = _dataset_path(Path(path))
-    records = [_record(i, r) for i, r in enumerate(read_rows(dataset))]
+    rows = read_rows(dataset)
+    records = [_record(rid, r) for rid, r in zip(stable_ids(rows), rows, strict=True)]
     if not records:
         raise UsageError(f"{dataset} holds no records to review")
     if stratify_by and not any(stratify_by in r["cell"] for r in records):
@@ -192,7 +261,7 @@ def open_review(
         attack_db = RunDB(Path(attack) / "run.db", lock=False)
         verdicts = [r for r in attack_db.records("attack") if r.get("verdicts")]
         verdicts.sort(key=lambda r: (-disagreement(r), r["index"]))
-    return Review(dataset, records, db, reviewer, verdicts, attack_db)
+    return Review(dataset, records, db, reviewer, verdicts, attack_db, legacy_ids(rows))
 
 
 def disagreement(r: dict[str, Any]) -> int:
@@ -213,18 +282,35 @@ def kappa(pairs: Sequence[tuple[bool, bool]]) -> float | None:
     return (agree - expected) / (1 - expected) if expected < 1 else 1.0
 
 
+def dim_state(label: dict[str, Any], dim: str) -> bool | None:
+    """Does the prompt match its value of ``dim``: True, False, or None (not judged).
+
+    The web form before three states had one checkbox per dimension, so an unticked box
+    (stored False) could mean "not judged" as well as "does not": those labels (no ``form``
+    key, the form's fields) count only their ticked boxes."""
+    said = (label.get("dims") or {}).get(dim)
+    if said is None:
+        return None
+    legacy_form = "form" not in label and {"flags", "note", "edit", "exclude"} <= label.keys()
+    if legacy_form and said is False:
+        return None
+    return bool(said)
+
+
 def dataset_figures(labels: list[dict[str, Any]], dims: list[str]) -> dict[str, Any]:
-    """The good rate (Wilson 95%), per-dimension agreement, and agreement between reviewers
-    on "good" (Cohen's kappa per pair of reviewers)."""
+    """The good rate (Wilson 95%), per-dimension agreement over the judged labels only
+    (matches or does not; "not judged" is left out), and agreement between reviewers on
+    "good" (Cohen's kappa per pair of reviewers)."""
     judged = [x for x in labels if x.get("good") is not None]
     good = sum(1 for x in judged if x["good"])
     lo, hi = wilson(good, len(judged))
     per_dim = {}
     for d in dims:
-        said = [x["dims"][d] for x in labels if d in (x.get("dims") or {})]
+        said = [s for s in (dim_state(x, d) for x in labels) if s is not None]
         per_dim[d] = {
             "matches": sum(1 for s in said if s),
             "n": len(said),
+            "not_judged": len(labels) - len(said),
             "rate": sum(1 for s in said if s) / len(said) if said else None,
         }
     by_reviewer: dict[str, dict[str, bool]] = defaultdict(dict)
@@ -263,7 +349,7 @@ def verdict_figures(verdicts: list[dict[str, Any]], labels: list[dict[str, Any]]
     precision, recall, agreement and Cohen's kappa, overall and per axis value with at least
     MIN_N_PER_VALUE labelled prompts."""
     human: dict[str, bool] = {}
-    for x in labels:  # several reviewers: the latest says
+    for x in resolve_verdict_labels(verdicts, labels):  # several reviewers: the latest says
         if x.get("verdict") in ("violates", "safe"):
             human[x["record_id"]] = x["verdict"] == "violates"
     by_id = {verdict_id(r): r for r in verdicts}
@@ -287,10 +373,30 @@ def verdict_figures(verdicts: list[dict[str, Any]], labels: list[dict[str, Any]]
 
 
 def verdict_id(r: dict[str, Any]) -> str:
-    """An attack record's id for labels: its index, and its strategy when not the control."""
+    """An attack record's id for labels: the prompt's dataset id (when the dataset has one),
+    a hash of the prompt, and the strategy when not the control. Never its position, which
+    moves when a record before it is excluded: a label stays with its prompt, and an edited
+    prompt (a new response) needs a new one."""
+    rid = str(r.get("id") or "")
+    if rid == f"p{r['index']:06d}":  # the attack's position fallback for rows without an id
+        rid = ""
+    base = f"{rid}#{hashlib.sha256(str(r['prompt']).encode()).hexdigest()[:12]}"
     strategy = r.get("strategy", "identity")
-    base = f"{r['index']:06d}"
     return base if strategy == "identity" else f"{base}:{strategy}"
+
+
+def resolve_verdict_labels(
+    verdicts: list[dict[str, Any]], labels: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Verdict labels with their legacy keys (index and strategy) renamed to ``verdict_id``,
+    when exactly one of the attack's records has that index and strategy."""
+    by_legacy: dict[str, list[str]] = defaultdict(list)
+    for r in verdicts:
+        strategy = r.get("strategy", "identity")
+        key = f"{r['index']:06d}" + ("" if strategy == "identity" else f":{strategy}")
+        by_legacy[key].append(verdict_id(r))
+    rename = {k: v[0] for k, v in by_legacy.items() if len(set(v)) == 1}
+    return _latest(labels, rename)
 
 
 def _calibration(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
@@ -310,11 +416,15 @@ def _calibration(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
 
 
 __all__ = [
+    "DIM_STATES",
     "FLAGS",
     "HUMAN_VERDICTS",
     "Review",
     "dataset_figures",
+    "dataset_labels",
+    "dim_state",
     "open_review",
+    "stable_ids",
     "stratified_sample",
     "verdict_figures",
     "verdict_id",

@@ -2,7 +2,8 @@
 offline, and the Content-Security-Policy allows nothing else)."""
 
 SCRIPT = r"""
-// Keyboard first: j/k next and previous, y/n good or not, 1-9 toggle a dimension's match,
+// Keyboard first: j/k next and previous, y/n good or not, 1-9 cycle a dimension through
+// matches, does not and not judged,
 // v/s/u a human verdict, e edit, x exclude, Enter save. Typing in a field is left alone.
 document.addEventListener("keydown", function (ev) {
   var t = ev.target;
@@ -14,6 +15,13 @@ document.addEventListener("keydown", function (ev) {
   var form = document.getElementById("label");
   function go(id) { var a = document.getElementById(id); if (a) { window.location = a.href; } }
   function pick(id) { var el = document.getElementById(id); if (el) { el.click(); } }
+  function cycle(n) {
+    var order = ["none", "yes", "no"];
+    for (var i = 0; i < order.length; i++) {
+      var el = document.getElementById("dim-" + n + "-" + order[i]);
+      if (el && el.checked) { pick("dim-" + n + "-" + order[(i + 1) % order.length]); return; }
+    }
+  }
   var k = ev.key;
   if (k === "j") { go("next"); }
   else if (k === "k") { go("prev"); }
@@ -24,7 +32,7 @@ document.addEventListener("keydown", function (ev) {
   else if (k === "u") { pick("verdict-unsure"); }
   else if (k === "x") { pick("exclude"); }
   else if (k === "e") { var e = document.getElementById("edit"); if (e) { e.focus(); ev.preventDefault(); } }
-  else if (k >= "1" && k <= "9") { pick("dim-" + k); }
+  else if (k >= "1" && k <= "9") { cycle(k); }
   else if (k === "Enter" && form) { form.submit(); }
   else { return; }
   ev.preventDefault();

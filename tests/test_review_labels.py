@@ -1,0 +1,87 @@
+"""Review labels without a browser: stable ids, export rules, labels.csv, figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from aart.review import open_review
+from aart.review.session import verdict_figures, verdict_id
+from aart.store.db import RunDB
+
+
+def write_rows(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def mild_rows(n: int = 4, ids: bool = True) -> list[dict]:
+    rows = []
+    for i in range(n):
+        row = {"prompt": f"a mild test prompt number {i}", "cell": {"concepts": f"c{i % 2}"}}
+        rows.append({"id": f"r{i}", **row} if ids else row)
+    return rows
+
+
+def exported(review) -> list[dict]:
+    return [json.loads(x) for x in review.export()["dataset"].read_text().splitlines()]
+
+
+def test_a_dataset_without_ids_keeps_its_exclusions_and_edits(tmp_path):
+    """Issue 18.10: without an `id` column the export matched no label."""
+    dataset = write_rows(tmp_path / "d.jsonl", mild_rows(ids=False))
+    review = open_review(dataset, reviewer="ana")
+    first, second = review.records[1]["id"], review.records[2]["id"]
+    assert first.startswith("h") and first != second
+    review.label_record(first, {"exclude": True})
+    review.label_record(second, {"edit": "an edited mild prompt"})
+    kept = exported(review)
+    review.close()
+    assert [r["prompt"] for r in kept] == [
+        "a mild test prompt number 0", "an edited mild prompt", "a mild test prompt number 3"
+    ]  # fmt: skip
+    assert kept[1]["provenance"]["edited"]["original"] == "a mild test prompt number 2"
+
+
+def test_ids_stay_with_their_prompt_when_rows_move(tmp_path):
+    rows = mild_rows(ids=False)
+    review = open_review(write_rows(tmp_path / "d.jsonl", rows), reviewer="ana")
+    review.label_record(review.records[2]["id"], {"good": False})
+    review.close()
+    # the same file with its first row gone: the label stays with its prompt
+    review = open_review(write_rows(tmp_path / "d.jsonl", rows[1:]), reviewer="ana")
+    labels = review.mine("record")
+    assert [r["prompt"] for r in review.records if r["id"] in labels] == [rows[2]["prompt"]]
+    review.close()
+
+
+def test_position_keyed_labels_of_earlier_versions_are_resolved(tmp_path):
+    dataset = write_rows(tmp_path / "d.jsonl", mild_rows(ids=False))
+    db = RunDB(dataset.with_suffix(".review.db"), lock=False)
+    db.add_label("record", "p000001", "ana", {"exclude": True})
+    db.close()
+    review = open_review(dataset, reviewer="ana")
+    assert list(review.mine("record")) == [review.records[1]["id"]]
+    assert len(exported(review)) == 3
+    review.close()
+
+
+def test_verdict_labels_follow_the_prompt_not_its_position():
+    """Issue 18.10: a verdict label keyed by dataset position moved to another prompt once
+    a record before it was excluded."""
+
+    def rec(index, rid, prompt, violates):
+        return {"index": index, "id": rid, "prompt": prompt, "cell": {"concepts": "c"},
+                "strategy": "identity", "verdicts": {"j": {"violates": violates}}}  # fmt: skip
+
+    before = [rec(0, "a", "pa", False), rec(1, "b", "pb", True)]
+    labels = [{"record_id": verdict_id(before[1]), "reviewer": "ana", "verdict": "violates"}]
+    after = [rec(0, "b", "pb", True), rec(1, "c", "pc", False)]  # "a" excluded
+    assert verdict_id(after[0]) == verdict_id(before[1]) != verdict_id(after[1])
+    judge = verdict_figures(after, labels)["judges"]["j"]
+    assert judge["n"] == 1 and judge["agreement"] == 1.0
+    # rows without an id (the attack's position fallback) are keyed by their text
+    assert verdict_id(rec(3, "p000003", "pb", True)) == verdict_id(rec(0, "p000000", "pb", True))
+    # a label of an earlier version, keyed by index, is resolved
+    legacy = [{"record_id": "000001", "reviewer": "ana", "verdict": "violates"}]
+    assert verdict_figures(before, legacy)["judges"]["j"]["n"] == 1
