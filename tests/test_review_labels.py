@@ -85,3 +85,48 @@ def test_verdict_labels_follow_the_prompt_not_its_position():
     # a label of an earlier version, keyed by index, is resolved
     legacy = [{"record_id": "000001", "reviewer": "ana", "verdict": "violates"}]
     assert verdict_figures(before, legacy)["judges"]["j"]["n"] == 1
+
+
+def test_export_applies_every_reviewers_labels(tmp_path):
+    """Issue 18.5: `--export` applied only the exporting reviewer's labels and so undid
+    another reviewer's exclusion."""
+    dataset = write_rows(tmp_path / "d.jsonl", mild_rows(5))
+    for who, labels in (
+        ("ana", {"r0": {"exclude": True}, "r1": {"edit": "ana's mild edit"}, "r3": {"exclude": True}}),
+        ("ben", {"r0": {"good": True, "exclude": False}, "r1": {"edit": "ben's mild edit"},
+                 "r2": {"edit": "ben's other edit"}}),
+    ):  # fmt: skip
+        review = open_review(dataset, reviewer=who)
+        for rid, data in labels.items():
+            review.label_record(rid, data)
+        review.close()
+    review = open_review(dataset, reviewer="ana")
+    review.label_record("r3", {"exclude": False})  # ana reverts her own exclusion
+    review.close()
+    review = open_review(dataset, reviewer="cy", sample=2)  # a reviewer with no labels
+    kept = {r["id"]: r for r in exported(review)}
+    line = review.applied_line()
+    review.close()
+    assert sorted(kept) == ["r1", "r2", "r3", "r4"]  # ana's exclusion holds, ben's "no" too
+    assert kept["r1"]["prompt"] == "ben's mild edit"  # the latest edit wins
+    assert kept["r1"]["provenance"]["edited"] == {
+        "by": "ben", "version": 1, "original": "a mild test prompt number 1",
+        "other_edits_by": ["ana"],
+    }  # fmt: skip
+    assert kept["r2"]["prompt"] == "ben's other edit"
+    assert line.startswith("applied the latest labels of 2 reviewers (ana, ben): 1 excluded")
+
+
+def test_the_cli_export_says_whose_labels_it_applied(tmp_path):
+    from click.testing import CliRunner
+
+    from aart.cli.main import cli
+
+    dataset = write_rows(tmp_path / "d.jsonl", mild_rows(3))
+    review = open_review(dataset, reviewer="ben")
+    review.label_record("r0", {"exclude": True})
+    review.close()
+    result = CliRunner().invoke(cli, ["review", str(dataset), "--export", "--reviewer", "ana"])
+    assert result.exit_code == 0, result.output
+    assert "applied the latest labels of 1 reviewer (ben): 1 excluded" in result.output
+    assert len((tmp_path / "dataset.reviewed.jsonl").read_text().splitlines()) == 2

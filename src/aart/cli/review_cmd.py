@@ -56,6 +56,7 @@ def review_command(
         if export_only:
             for name, p in review.export().items():
                 click.echo(f"{name}: {p}")
+            click.echo(review.applied_line())
             return
         try:
             from ..review.server import ReviewServer

@@ -406,7 +406,11 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
         except PermissionError:
             return PlainTextResponse("bad CSRF token", status_code=403)
         paths = review.export()
-        return page("exported", "".join(f"<p>wrote {esc(p)}</p>" for p in paths.values()))
+        return page(
+            "exported",
+            "".join(f"<p>wrote {esc(p)}</p>" for p in paths.values())
+            + f"<p id='applied'>{esc(review.applied_line())}</p>",
+        )
 
     async def script(request: Request) -> Response:
         return Response(SCRIPT, media_type="text/javascript")

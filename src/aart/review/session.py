@@ -154,6 +154,8 @@ class Review:
     attack_db: RunDB | None = None
     #: legacy position keys of rows without an id, to their stable ids
     legacy: dict[str, str] = field(default_factory=dict)
+    #: what the last export applied: reviewers, excluded, edited, edit_conflicts, kept
+    applied: dict[str, Any] = field(default_factory=dict)
 
     @property
     def dims(self) -> list[str]:
@@ -202,24 +204,38 @@ class Review:
 
     # -- outputs -----------------------------------------------------------------------------
     def export(self, out: Path | None = None) -> dict[str, Path]:
-        """``dataset.reviewed.jsonl`` (exclusions removed, edits applied, the edit in the
-        provenance) and ``labels.csv`` (every label version), beside the dataset."""
+        """``dataset.reviewed.jsonl`` and ``labels.csv`` (every reviewer's latest labels),
+        beside the dataset. Every reviewer's labels apply, over the whole dataset (not only
+        a sample): a record is excluded when any reviewer's latest label excludes it (a
+        reviewer reverts it by saving the record without it); of several reviewers' edits
+        the latest saved wins, the others are named in its provenance. ``self.applied``
+        says whose labels were applied and what they did."""
         out = out or self.dataset.parent
-        mine = self.mine(RECORD)
-        rows = []
+        by_record: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for x in self.all_record_labels():  # in save order
+            by_record[x["record_id"]].append(x)
+        rows, excluded, edited, conflicts = [], 0, 0, 0
         source = read_rows(self.dataset)
         for rid, r in zip(stable_ids(source), source, strict=True):
-            label = mine.get(rid)
-            if label and label.get("exclude"):
+            labels = by_record.get(rid, [])
+            if any(x.get("exclude") for x in labels):
+                excluded += 1
                 continue
-            if label and label.get("edit") and label["edit"] != r.get("prompt"):
+            edits = [x for x in labels if x.get("edit") and x["edit"] != r.get("prompt")]
+            if edits:
+                last = edits[-1]
                 prov = dict(r.get("provenance") or {})
                 prov["edited"] = {
-                    "by": self.reviewer,
-                    "version": label["version"],
+                    "by": last["reviewer"],
+                    "version": last["version"],
                     "original": r.get("prompt"),
                 }
-                r = {**r, "prompt": label["edit"], "provenance": prov}
+                others = sorted({x["reviewer"] for x in edits if x["edit"] != last["edit"]})
+                if others:
+                    prov["edited"]["other_edits_by"] = others
+                    conflicts += 1
+                r = {**r, "prompt": last["edit"], "provenance": prov}
+                edited += 1
             rows.append(r)
         paths = {"dataset": out / "dataset.reviewed.jsonl", "labels": out / "labels.csv"}
         write_jsonl(rows, paths["dataset"])
@@ -230,7 +246,31 @@ class Review:
             for x in db.latest_labels(k)
         ]
         write_csv(labels, paths["labels"])
+        self.applied = {
+            "reviewers": sorted({x["reviewer"] for xs in by_record.values() for x in xs}),
+            "excluded": excluded,
+            "edited": edited,
+            "edit_conflicts": conflicts,
+            "kept": len(rows),
+        }
         return paths
+
+    def applied_line(self) -> str:
+        """One line on whose labels the last export applied."""
+        a = self.applied
+        if not a.get("reviewers"):
+            return "no labels yet: the reviewed dataset is the dataset"
+        return (
+            f"applied the latest labels of {len(a['reviewers'])} reviewer"
+            f"{'s' if len(a['reviewers']) != 1 else ''} ({', '.join(a['reviewers'])}): "
+            f"{a['excluded']} excluded, {a['edited']} edited"
+            + (
+                f" ({a['edit_conflicts']} edited by several: the latest edit wins)"
+                if a["edit_conflicts"]
+                else ""
+            )
+            + f", {a['kept']} kept; an exclusion by anyone holds"
+        )
 
 
 def open_review(
