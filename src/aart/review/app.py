@@ -173,7 +173,7 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
     async def record(request: Request) -> Response:
         i = int(request.path_params["i"])
         if not 0 <= i < len(review.records):
-            return PlainTextResponse("no such record", status_code=404)
+            return no_such(RECORD, i, len(review.records))
         r = review.records[i]
         mine = review.mine(RECORD)
         label = mine.get(r["id"], {})
@@ -235,6 +235,8 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
             check_csrf(form)
         except PermissionError:
             return PlainTextResponse("bad CSRF token", status_code=403)
+        if not 0 <= i < len(review.records):
+            return no_such(RECORD, i, len(review.records))
         r = review.records[i]
         edit = str(form.get("edit") or "")
         note = str(form.get("note") or "").replace("\r\n", "\n")
@@ -274,7 +276,7 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
     async def verdict(request: Request) -> Response:
         i = int(request.path_params["i"])
         if not 0 <= i < len(review.verdicts):
-            return PlainTextResponse("no such verdict", status_code=404)
+            return no_such(VERDICT, i, len(review.verdicts))
         r = review.verdicts[i]
         vid = verdict_id(r)
         mine = review.mine(VERDICT)
@@ -317,6 +319,8 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
             check_csrf(form)
         except PermissionError:
             return PlainTextResponse("bad CSRF token", status_code=403)
+        if not 0 <= i < len(review.verdicts):
+            return no_such(VERDICT, i, len(review.verdicts))
         said = str(form.get("verdict", ""))
         note = str(form.get("note") or "").replace("\r\n", "\n")
         if len(note) > MAX_NOTE:
@@ -458,6 +462,14 @@ def as_edited(submitted: str, original: str) -> str:
         return original
     text = lf(submitted)
     return text.replace("\n", "\r\n") if "\r\n" in original else text
+
+
+def no_such(kind: str, i: int, n: int) -> Response:
+    return PlainTextResponse(
+        f"no {kind} {i}: this review has {n} ({'0 to ' + str(n - 1) if n else 'none'}); "
+        f"open /{PAGES[kind]} for the first",
+        status_code=404,
+    )
 
 
 def too_long(n: int, bound: int) -> Response:

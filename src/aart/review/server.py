@@ -3,11 +3,13 @@ background thread (tests, notebooks)."""
 
 from __future__ import annotations
 
+import errno
 import socket
 import threading
 import time
 from typing import Any
 
+from ..errors import UsageError
 from .app import create_app, new_token
 from .session import Review
 
@@ -18,12 +20,40 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def listen(port: int | None) -> socket.socket:
+    """A listening socket on 127.0.0.1:``port`` (a free port when None), bound before the
+    URL is printed: a port out of range or in use is a one-line usage error (exit code 2),
+    never uvicorn's traceback or its exit code 3, which is the --fail-above gate's."""
+    if port is not None and not 1 <= port <= 65535:
+        raise UsageError(
+            f"port {port} is out of range: give --port a number from 1 to 65535, or leave it "
+            "out for a free port"
+        )
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+    try:
+        sock.bind(("127.0.0.1", port or 0))
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        why = (
+            "is in use (another aart review?)"
+            if e.errno == errno.EADDRINUSE
+            else (f"cannot be opened ({e.strerror})")
+        )
+        raise UsageError(
+            f"port {port} on 127.0.0.1 {why}: give another --port, or leave it out for a free port"
+        ) from None
+    return sock
+
+
 class ReviewServer:
     def __init__(self, review: Review, port: int | None = None) -> None:
         import uvicorn
 
         self.review = review
-        self.port = port or free_port()
+        self.socket = listen(port)
+        self.port = int(self.socket.getsockname()[1])
         self.token = new_token()
         app = create_app(review, self.token, self.port)
         config = uvicorn.Config(
@@ -39,13 +69,19 @@ class ReviewServer:
 
     def serve(self) -> None:
         """In the foreground, until Ctrl-C."""
-        self.server.run()
+        try:
+            self.server.run(sockets=[self.socket])
+        finally:
+            self.close()
 
     def start(self) -> ReviewServer:
-        self._thread = threading.Thread(target=self.server.run, daemon=True)
+        """In a background thread. The socket listens already, so a request made now waits
+        for the app rather than failing; this returns once uvicorn has started (or died)."""
+        self._thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True
+        )
         self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started and time.monotonic() < deadline:
+        while not self.server.started and self._thread.is_alive():
             time.sleep(0.02)
         return self
 
@@ -53,6 +89,10 @@ class ReviewServer:
         self.server.should_exit = True
         if self._thread is not None:
             self._thread.join(10)
+        self.close()
+
+    def close(self) -> None:
+        self.socket.close()
 
     def __enter__(self) -> ReviewServer:
         return self.start()

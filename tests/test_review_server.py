@@ -1,0 +1,91 @@
+"""The review app's server without a browser: ports, bad addresses, the token's path."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from aart.errors import UsageError
+from aart.review import open_review
+from aart.review.server import ReviewServer
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(
+        json.dumps({"id": f"r{i}", "prompt": f"a mild test prompt {i}", "cell": {"c": "x"}}) + "\n"
+        for i in range(3)
+    ))  # fmt: skip
+    return path
+
+
+def aart_review(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "aart", "review", *args, "--no-open"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def post(url: str, data: dict, cookie: str) -> tuple[int, str]:
+    req = urllib.request.Request(
+        url, data=urllib.parse.urlencode(data).encode(), headers={"Cookie": cookie}
+    )
+    try:
+        with urllib.request.urlopen(req) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_a_port_out_of_range_is_a_usage_error(dataset):
+    """Issue 18.16: `--port 99999` ended in uvicorn's OverflowError traceback."""
+    review = open_review(dataset)
+    with pytest.raises(UsageError, match="port 99999 is out of range"):
+        ReviewServer(review, 99999)
+    review.close()
+    r = aart_review(str(dataset), "--port", "99999")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "error: port 99999 is out of range: give --port a number from 1 to 65535, or leave it "
+        "out for a free port"
+    ]
+
+
+def test_a_port_in_use_is_a_usage_error_not_the_gates_code(dataset):
+    """Issue 18.16: a port in use printed the token URL, then uvicorn's error, exit code 3
+    (the --fail-above gate's)."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        r = aart_review(str(dataset), "--port", str(port))
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "token" not in r.stdout and "Traceback" not in r.stderr
+    assert r.stderr.strip() == (
+        f"error: port {port} on 127.0.0.1 is in use (another aart review?): give another "
+        "--port, or leave it out for a free port"
+    )
+
+
+def test_an_out_of_range_record_is_a_clear_404(dataset):
+    """Issue 18.16: a POST to a record past the end raised IndexError (a 500)."""
+    review = open_review(dataset)
+    with ReviewServer(review) as server:
+        csrf = hmac.new(server.token.encode(), b"csrf", "sha256").hexdigest()
+        cookie = f"aart_review={server.token}"
+        base = f"http://127.0.0.1:{server.port}"
+        for url in (f"{base}/records/7", f"{base}/verdicts/7"):
+            code, text = post(url, {"csrf": csrf, "good": "yes"}, cookie)
+            assert code == 404 and text.startswith("no "), (url, code, text)
+        assert "this review has 3 (0 to 2)" in post(f"{base}/records/3", {"csrf": csrf}, cookie)[1]
+    assert not review.record_labels()
+    review.close()
