@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -121,14 +123,18 @@ def test_the_app_refuses_what_it_should(run):
 
         assert status(f"{base}/records/0")[0] == 403  # no token
         token = server.token
-        assert status(f"{base}/records/0", {"Cookie": f"aart_review={token}"})[0] == 200
+        assert (
+            status(f"{base}/records/0", {"Cookie": f"aart_review_{server.port}={token}"})[0] == 200
+        )
         # DNS rebinding: a foreign Host header is refused, token or not
-        assert status(f"{base}/records/0", {"Cookie": f"aart_review={token}",
+        assert status(f"{base}/records/0", {"Cookie": f"aart_review_{server.port}={token}",
                                             "Host": "evil.example:80"})[0] == 403  # fmt: skip
         # a state change without the CSRF token is refused
-        code, _ = status(f"{base}/records/0", {"Cookie": f"aart_review={token}"}, data=b"good=yes")
+        code, _ = status(
+            f"{base}/records/0", {"Cookie": f"aart_review_{server.port}={token}"}, data=b"good=yes"
+        )
         assert code == 403 and not review.record_labels()
-        _, headers = status(f"{base}/records/0", {"Cookie": f"aart_review={token}"})
+        _, headers = status(f"{base}/records/0", {"Cookie": f"aart_review_{server.port}={token}"})
         csp = headers["content-security-policy"]
         assert "default-src 'none'" in csp and "script-src 'self'" in csp
     review.close()
@@ -306,3 +312,41 @@ def test_a_save_without_an_edit_changes_nothing(browser, tmp_path):
     assert [r["prompt"] for r in kept[:3]] == texts[:3]
     assert not any("edited" in (r.get("provenance") or {}) for r in kept[:3])
     review.close()
+
+
+def test_the_launch_file_logs_in_once(browser, tmp_path):
+    """Issue 18.23: the browser opens a local file with a one-time link, not the token."""
+    review = open_review(write_dataset(tmp_path / "d.jsonl"))
+    with ReviewServer(review) as server:
+        url = server.launch_url()
+        assert server.token not in url
+        link = re.search(r"href='([^']+)'", Path(url.removeprefix("file://")).read_text())[1]
+        page = browser.new_page()
+        page.goto(url)
+        page.wait_for_url("**/records/0")
+        assert "Record r0" in page.inner_text("h1")
+        assert not Path(url.removeprefix("file://")).exists()  # used: removed
+        page.close()
+        # a used one-time link logs nobody in
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(html.unescape(link))
+        assert e.value.code == 403
+    review.close()
+
+
+def test_two_reviews_on_two_ports_stay_logged_in(browser, tmp_path):
+    """Issue 18.23: one cookie name for every port, so a second review logged out the first."""
+    first = open_review(write_dataset(tmp_path / "a.jsonl"))
+    second = open_review(write_dataset(tmp_path / "b.jsonl"))
+    with ReviewServer(first) as a, ReviewServer(second) as b:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(a.url)
+        page.wait_for_url("**/records/0")
+        page.goto(b.url)
+        page.wait_for_url("**/records/0")
+        response = page.goto(f"http://127.0.0.1:{a.port}/records/1")
+        assert response.status == 200 and "Record r1" in page.inner_text("h1")
+        context.close()
+    first.close()
+    second.close()

@@ -10,6 +10,7 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -81,7 +82,7 @@ def test_an_out_of_range_record_is_a_clear_404(dataset):
     review = open_review(dataset)
     with ReviewServer(review) as server:
         csrf = hmac.new(server.token.encode(), b"csrf", "sha256").hexdigest()
-        cookie = f"aart_review={server.token}"
+        cookie = f"aart_review_{server.port}={server.token}"
         base = f"http://127.0.0.1:{server.port}"
         for url in (f"{base}/records/7", f"{base}/verdicts/7"):
             code, text = post(url, {"csrf": csrf, "good": "yes"}, cookie)
@@ -89,3 +90,47 @@ def test_an_out_of_range_record_is_a_clear_404(dataset):
         assert "this review has 3 (0 to 2)" in post(f"{base}/records/3", {"csrf": csrf}, cookie)[1]
     assert not review.record_labels()
     review.close()
+
+
+def test_a_token_url_never_redirects_off_site(dataset):
+    """Issue 18.23: `//evil.com/?token=...` answered with a redirect to //evil.com/."""
+    import http.client
+
+    review = open_review(dataset)
+    with ReviewServer(review) as server:
+        for path in ("//evil.example/x", "/\\evil.example/x", "///evil.example/"):
+            conn = http.client.HTTPConnection("127.0.0.1", server.port)
+            conn.request("GET", f"{path}?token={server.token}")
+            r = conn.getresponse()
+            location = r.getheader("location")
+            conn.close()
+            assert r.status == 303 and location.startswith("/"), (path, location)
+            assert not location.startswith(("//", "/\\")), (path, location)
+    review.close()
+
+
+def test_the_browser_launcher_never_sees_the_token(dataset, monkeypatch):
+    """Issue 18.23: the token was on the browser launcher's command line (visible in `ps`)."""
+    import webbrowser
+
+    from click.testing import CliRunner
+
+    from aart.cli.main import cli
+    from aart.review.server import ReviewServer as Server
+
+    opened, seen = [], {}
+
+    def fake_serve(self):
+        seen["token"] = self.token
+        seen["file"] = Path(opened[0].removeprefix("file://")).read_text()
+        seen["mode"] = Path(opened[0].removeprefix("file://")).stat().st_mode & 0o777
+        self.close()
+
+    monkeypatch.setattr(webbrowser, "open", lambda url, *a, **k: opened.append(url) or True)
+    monkeypatch.setattr(Server, "serve", fake_serve)
+    result = CliRunner().invoke(cli, ["review", str(dataset)])
+    assert result.exit_code == 0, result.output
+    assert opened[0].startswith("file://") and seen["token"] not in opened[0]
+    assert seen["token"] not in seen["file"] and "/open?once=" in seen["file"]
+    assert seen["mode"] == 0o600
+    assert not Path(opened[0].removeprefix("file://")).exists()  # removed when it stopped

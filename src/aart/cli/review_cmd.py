@@ -68,8 +68,8 @@ def review_command(
         server = ReviewServer(review, port)
         click.echo(f"aart review: {server.url}")
         click.echo("(127.0.0.1 only; the link carries the access token; Ctrl-C to stop)")
-        if not no_open:
-            webbrowser.open(server.url)
+        if not no_open:  # a local file with a one-time link: the token stays out of `ps`
+            webbrowser.open(server.launch_url())
         server.serve()
     finally:
         review.close()

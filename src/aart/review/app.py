@@ -12,6 +12,7 @@ from __future__ import annotations
 import hmac
 import html
 import secrets
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -35,7 +36,8 @@ from .session import (
 )
 from .static import SCRIPT, STYLE
 
-COOKIE = "aart_review"
+COOKIE = "aart_review"  # and the port: cookies are not port-scoped, so two reviews on two
+# ports would share (and overwrite) one cookie, each logging the other out
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -51,32 +53,90 @@ def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
+def cookie_name(port: int) -> str:
+    return f"{COOKIE}_{port}"
+
+
+def same_origin(path: str) -> str:
+    """``path`` as a relative path on this server: ``//evil.example/`` (or ``/\\evil``), which
+    a browser reads as another host, becomes ``/evil.example/``."""
+    return "/" + path.lstrip("/\\")
+
+
+class OneTimeCodes:
+    """Codes that log a browser in once each: the browser launcher gets a local file that
+    opens ``/open?once=CODE``, so the token never appears on a command line (``ps``)."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, Callable[[], None]] = {}
+
+    def new(self, used: Callable[[], None] = lambda: None) -> str:
+        code = secrets.token_urlsafe(24)
+        self.codes[code] = used
+        return code
+
+    def take(self, code: str) -> bool:
+        for known in list(self.codes):
+            if hmac.compare_digest(known.encode(), code.encode()):
+                self.codes.pop(known)()
+                return True
+        return False
+
+
 class Guard(BaseHTTPMiddleware):
     """Host check, token check, security headers."""
 
-    def __init__(self, app: Any, token: str, hosts: set[str]) -> None:
+    def __init__(
+        self, app: Any, token: str, hosts: set[str], cookie: str, once: OneTimeCodes
+    ) -> None:
         super().__init__(app)
         self.token = token
         self.hosts = hosts
+        self.cookie = cookie
+        self.once = once
+
+    def _login(self, response: Response) -> Response:
+        response.set_cookie(self.cookie, self.token, httponly=True, samesite="strict")
+        return response
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         if request.headers.get("host", "") not in self.hosts:
             return PlainTextResponse("unknown host", status_code=403)
-        given = request.query_params.get("token") or request.cookies.get(COOKIE, "")
+        response: Response
+        if request.url.path == "/open":
+            if not self.once.take(request.query_params.get("once", "")):
+                return PlainTextResponse(
+                    "this link was used already: open the URL aart review printed",
+                    status_code=403,
+                )
+            # a page, not a redirect: the browser came from a local file (another site), and
+            # a SameSite=Strict cookie is sent only on a navigation begun on this site
+            response = self._login(
+                HTMLResponse(
+                    "<!DOCTYPE html><meta charset='utf-8'><title>aart review</title>"
+                    "<meta http-equiv='refresh' content='0;url=/records'>"
+                    "<p><a href='/records'>open the review</a></p>"
+                )
+            )
+            return self._headers(response)
+        given = request.query_params.get("token") or request.cookies.get(self.cookie, "")
         if not hmac.compare_digest(given.encode(), self.token.encode()):
             return PlainTextResponse(
                 "open the URL aart review printed (it carries the access token)", status_code=403
             )
         if request.query_params.get("token"):
             # the token leaves the address bar: a cookie carries it from now on
-            target = request.url.path
+            target = same_origin(request.url.path)
             rest = {k: v for k, v in request.query_params.items() if k != "token"}
-            response: Response = RedirectResponse(
-                target + ("?" + urlencode(rest) if rest else ""), status_code=303
+            response = self._login(
+                RedirectResponse(target + ("?" + urlencode(rest) if rest else ""), status_code=303)
             )
-            response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
         else:
             response = await call_next(request)
+        return self._headers(response)
+
+    @staticmethod
+    def _headers(response: Response) -> Response:
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
@@ -84,7 +144,9 @@ class Guard(BaseHTTPMiddleware):
         return response
 
 
-def create_app(review: Review, token: str, port: int) -> Starlette:
+def create_app(
+    review: Review, token: str, port: int, once: OneTimeCodes | None = None
+) -> Starlette:
     hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
     csrf = hmac.new(token.encode(), b"csrf", "sha256").hexdigest()
 
@@ -440,7 +502,9 @@ def create_app(review: Review, token: str, port: int) -> Starlette:
             Route("/static/review.css", style),
         ]
     )
-    app.add_middleware(Guard, token=token, hosts=hosts)
+    app.add_middleware(
+        Guard, token=token, hosts=hosts, cookie=cookie_name(port), once=once or OneTimeCodes()
+    )
     return app
 
 

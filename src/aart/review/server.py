@@ -4,13 +4,18 @@ background thread (tests, notebooks)."""
 from __future__ import annotations
 
 import errno
+import html
+import os
+import shutil
 import socket
+import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .app import create_app, new_token
+from .app import OneTimeCodes, create_app, new_token
 from .session import Review
 
 
@@ -55,7 +60,9 @@ class ReviewServer:
         self.socket = listen(port)
         self.port = int(self.socket.getsockname()[1])
         self.token = new_token()
-        app = create_app(review, self.token, self.port)
+        self.once = OneTimeCodes()
+        self._launch_dirs: list[Path] = []
+        app = create_app(review, self.token, self.port, self.once)
         config = uvicorn.Config(
             app, host="127.0.0.1", port=self.port, log_level="warning", access_log=False
         )
@@ -66,6 +73,24 @@ class ReviewServer:
     def url(self) -> str:
         """The address to open: it carries the access token."""
         return f"http://127.0.0.1:{self.port}/?token={self.token}"
+
+    def launch_url(self) -> str:
+        """A ``file://`` URL for the browser launcher: a page readable by this user only that
+        opens a one-time login link, so the token stays off every command line (``ps``). The
+        file is removed once used, and when the server stops."""
+        folder = Path(tempfile.mkdtemp(prefix="aart-review-"))  # mode 0700
+        self._launch_dirs.append(folder)
+        path = folder / "open.html"
+        code = self.once.new(lambda: path.unlink(missing_ok=True))
+        link = html.escape(f"http://127.0.0.1:{self.port}/open?once={code}", quote=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(
+                "<!DOCTYPE html><meta charset='utf-8'><title>aart review</title>"
+                f"<meta http-equiv='refresh' content='0;url={link}'>"
+                f"<p><a href='{link}'>open aart review</a></p>"
+            )
+        return path.as_uri()
 
     def serve(self) -> None:
         """In the foreground, until Ctrl-C."""
@@ -93,6 +118,8 @@ class ReviewServer:
 
     def close(self) -> None:
         self.socket.close()
+        for folder in self._launch_dirs:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def __enter__(self) -> ReviewServer:
         return self.start()
