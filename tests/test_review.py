@@ -251,7 +251,7 @@ def test_an_untouched_dimension_is_not_judged(browser, tmp_path):
     assert labels["r0"]["good"] is True and labels["r0"]["dims"] == {}
     assert labels["r1"]["dims"] == {"concepts": False, "formats": True}
     dims = review.dataset_figures()["dimensions"]
-    assert dims["concepts"] == {"matches": 0, "n": 1, "not_judged": 1, "rate": 0.0}
+    assert dims["concepts"] == {"matches": 0, "n": 1, "not_judged": 1, "rate": 0.0, "paper": 0.992}
     assert dims["formats"]["rate"] == 1.0 and dims["regions"]["n"] == 0
     review.close()
 
@@ -269,7 +269,13 @@ def test_evaluate_counts_only_judged_dimensions(tmp_path):
                                "flags": [], "note": "", "edit": None, "exclude": False})  # fmt: skip
     review.close()
     h = human_review(dataset)
-    assert h["dimensions"]["concepts"] == {"matches": 1, "n": 1, "not_judged": 2, "rate": 1.0}
+    assert h["dimensions"]["concepts"] == {
+        "matches": 1,
+        "n": 1,
+        "not_judged": 2,
+        "rate": 1.0,
+        "paper": 0.992,
+    }
     assert "concepts matches its value: 1/1 = 100.0% (2 not judged)" in _human_lines(h)
 
 

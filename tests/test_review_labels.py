@@ -130,3 +130,43 @@ def test_the_cli_export_says_whose_labels_it_applied(tmp_path):
     assert result.exit_code == 0, result.output
     assert "applied the latest labels of 1 reviewer (ben): 1 excluded" in result.output
     assert len((tmp_path / "dataset.reviewed.jsonl").read_text().splitlines()) == 2
+
+
+def test_a_kappa_of_zero_prints_as_0_00(tmp_path):
+    """Issue 18.25: `kappa -0.00` (floating-point noise around 0)."""
+    from aart.evaluate.evaluation import human_review
+    from aart.report.evaluation import _human_lines
+    from aart.review.session import fixed2, kappa
+
+    assert kappa([(False, False), (True, False), (True, False)]) == 0.0
+    assert fixed2(-0.001) == "0.00" and fixed2(None) == "-" and fixed2(-0.5) == "-0.50"
+    dataset = write_rows(tmp_path / "d.jsonl", mild_rows(3))
+    for who, goods in (("ana", [False, True, True]), ("ben", [False, False, False])):
+        review = open_review(dataset, reviewer=who)
+        for rid, good in zip(("r0", "r1", "r2"), goods, strict=True):
+            review.label_record(rid, {"good": good})
+        review.close()
+    assert "reviewers ana vs ben: kappa 0.00 (n=3)" in _human_lines(human_review(dataset))
+
+
+def test_the_papers_figures_only_beside_the_axes_a_recipe_has(tmp_path):
+    """Issue 18.25: a recipe with none of the paper's axes was compared with its concept,
+    region and format figures."""
+    from aart.evaluate.evaluation import human_review
+    from aart.report.evaluation import _human_lines
+    from aart.review.session import dataset_figures
+
+    labels = [{"record_id": "r0", "reviewer": "ana", "good": True,
+               "dims": {"risks": True, "regions": True}}]  # fmt: skip
+    figures = dataset_figures(labels, ["risks", "interactions"])
+    assert figures["paper"] == {} and figures["dimensions"]["risks"]["paper"] is None
+    figures = dataset_figures(labels, ["policy_concepts", "risks", "regions", "task_formats"])
+    assert figures["paper"] == {"policy concept": 0.992, "region": 0.967, "task format": 0.85}
+    assert figures["dimensions"]["regions"]["paper"] == 0.967
+    rows = [{"id": "r0", "prompt": "a mild test", "cell": {"risks": "x", "interactions": "y"}}]
+    dataset = write_rows(tmp_path / "d.jsonl", rows)
+    review = open_review(dataset)
+    review.label_record("r0", {"good": True, "dims": {"risks": True}})
+    review.close()
+    lines = " ".join(_human_lines(human_review(dataset)))
+    assert "92.5%" in lines and "policy concept" not in lines and "region" not in lines

@@ -134,3 +134,26 @@ def test_the_browser_launcher_never_sees_the_token(dataset, monkeypatch):
     assert seen["token"] not in seen["file"] and "/open?once=" in seen["file"]
     assert seen["mode"] == 0o600
     assert not Path(opened[0].removeprefix("file://")).exists()  # removed when it stopped
+
+
+def get(server, path: str) -> str:
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{server.port}{path}",
+        headers={"Cookie": f"aart_review_{server.port}={server.token}"},
+    )
+    with urllib.request.urlopen(req) as r:
+        return r.read().decode()
+
+
+def test_the_figures_page_compares_only_the_axes_the_recipe_has(tmp_path):
+    """Issue 18.25: the Figures page showed the paper's concept, region and format figures
+    for any recipe."""
+    rows = [{"id": "r0", "prompt": "a mild test", "cell": {"risks": "x", "regions": "eu"}}]
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps(rows[0]) + "\n")
+    review = open_review(path)
+    with ReviewServer(review) as server:
+        page = get(server, "/summary")
+    review.close()
+    assert "region 96.7%" in page
+    assert "policy concept" not in page and "task format" not in page

@@ -150,11 +150,12 @@ def _human_lines(h: Mapping[str, Any]) -> list[str]:
                 f"{dim} matches its value: {f['matches']}/{f['n']} = {_pct(f['rate'])}"
                 + (f" ({f['not_judged']} not judged)" if f.get("not_judged") else "")
             )
-    lines.append(
-        "the paper's reviewers: " + ", ".join(f"{k} {_pct(v)}" for k, v in h["paper"].items())
-    )
+    if h["paper"]:  # only the paper's axes that the recipe has
+        lines.append(
+            "the paper's reviewers: " + ", ".join(f"{k} {_pct(v)}" for k, v in h["paper"].items())
+        )
     for a in h["reviewer_agreement"]:
-        k = "-" if a["kappa"] is None else f"{a['kappa']:.2f}"
+        k = "-" if a["kappa"] is None else f"{a['kappa']:.2f}".replace("-0.00", "0.00")
         lines.append(f"reviewers {' vs '.join(a['reviewers'])}: kappa {k} (n={a['n']})")
     return lines
 

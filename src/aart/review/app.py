@@ -27,11 +27,12 @@ from .session import (
     FLAGS,
     HUMAN_VERDICTS,
     LABEL_FORM,
-    PAPER_AGREEMENT,
     RECORD,
     VERDICT,
     Review,
     dim_state,
+    fixed2,
+    paper_axis,
     verdict_id,
 )
 from .static import SCRIPT, STYLE
@@ -400,10 +401,16 @@ def create_app(
         d = review.dataset_figures()
         g = d["good"]
         rows = "".join(
-            f"<tr><td>{esc(dim)}</td><td>{f['matches']}/{f['n']}</td><td>{_pct(f['rate'])}</td></tr>"
+            f"<tr><td>{esc(dim)}</td><td>{f['matches']}/{f['n']}</td><td>{_pct(f['rate'])}</td>"
+            f"<td>{f['not_judged']}</td>"
+            + (
+                f"<td>{esc(paper_axis(dim))} {_pct(f['paper'])}</td>"
+                if f.get("paper") is not None
+                else "<td>-</td>"
+            )
+            + "</tr>"
             for dim, f in d["dimensions"].items()
         )
-        paper = ", ".join(f"{k} {100 * v:.1f}%" for k, v in PAPER_AGREEMENT.items())
         agree = "".join(
             f"<tr><td>{esc(' vs '.join(a['reviewers']))}</td><td>{a['n']}</td>"
             f"<td>{_num(a['kappa'])}</td></tr>"
@@ -417,8 +424,9 @@ def create_app(
                 if g["rate"] is not None
                 else ""
             )
-            + f"</p><table><tr><th>dimension</th><th>matches</th><th>rate</th></tr>{rows}</table>"
-            f"<p class='muted'>the paper's reviewers: {esc(paper)}</p>"
+            + "</p><table id='dimensions'><tr><th>dimension</th><th>matches</th><th>rate</th>"
+            "<th>not judged</th><th>the paper's reviewers</th></tr>"
+            f"{rows}</table>"
             + (
                 "<h3>Reviewers</h3><table><tr><th>pair</th><th>n</th><th>Cohen's kappa</th></tr>"
                 f"{agree}</table>"
@@ -562,7 +570,7 @@ def _pct(x: float | None) -> str:
 
 
 def _num(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}"
+    return fixed2(x)
 
 
 def new_token() -> str:

@@ -26,6 +26,9 @@ FLAGS = ("unclear", "near-duplicate", "off-policy", "unsafe to keep")
 HUMAN_VERDICTS = ("violates", "safe", "unsure")
 #: the AART paper's reviewers found these shares of prompts matching their value
 PAPER_AGREEMENT = {"policy concept": 0.992, "region": 0.967, "task format": 0.850}
+#: which of a recipe's dimensions compare with which of the paper's (by name): a recipe with
+#: none of these axes (risks, interactions, ...) is compared with none of the paper's figures
+PAPER_AXES = (("concept", "policy concept"), ("region", "region"), ("format", "task format"))
 MIN_N_PER_VALUE = 5
 #: a dimension's three states in a label: matches, does not, not judged (left out)
 DIM_STATES = {"yes": True, "no": False}
@@ -310,6 +313,20 @@ def disagreement(r: dict[str, Any]) -> int:
     return int(len(said) > 1)
 
 
+def paper_axis(dim: str) -> str | None:
+    """The paper's axis that ``dim`` is (``policy_concepts`` -> "policy concept"), or None."""
+    name = dim.casefold()
+    return next((axis for key, axis in PAPER_AXES if key in name), None)
+
+
+def fixed2(x: float | None) -> str:
+    """A figure to two decimals, "-" when missing; never "-0.00"."""
+    if x is None:
+        return "-"
+    text = f"{x:.2f}"
+    return "0.00" if text == "-0.00" else text
+
+
 def kappa(pairs: Sequence[tuple[bool, bool]]) -> float | None:
     """Cohen's kappa of two raters' yes/no labels."""
     n = len(pairs)
@@ -319,7 +336,8 @@ def kappa(pairs: Sequence[tuple[bool, bool]]) -> float | None:
     pa = sum(a for a, _ in pairs) / n
     pb = sum(b for _, b in pairs) / n
     expected = pa * pb + (1 - pa) * (1 - pb)
-    return (agree - expected) / (1 - expected) if expected < 1 else 1.0
+    # rounded off floating-point noise: a kappa of exactly 0 came out as -1e-17 ("-0.00")
+    return round((agree - expected) / (1 - expected), 12) + 0.0 if expected < 1 else 1.0
 
 
 def dim_state(label: dict[str, Any], dim: str) -> bool | None:
@@ -352,6 +370,7 @@ def dataset_figures(labels: list[dict[str, Any]], dims: list[str]) -> dict[str, 
             "n": len(said),
             "not_judged": len(labels) - len(said),
             "rate": sum(1 for s in said if s) / len(said) if said else None,
+            "paper": PAPER_AGREEMENT.get(paper_axis(d) or ""),
         }
     by_reviewer: dict[str, dict[str, bool]] = defaultdict(dict)
     for x in judged:
@@ -379,7 +398,8 @@ def dataset_figures(labels: list[dict[str, Any]], dims: list[str]) -> dict[str, 
             "ci_high": hi,
         },  # fmt: skip
         "dimensions": per_dim,
-        "paper": PAPER_AGREEMENT,
+        # only the paper's axes that this recipe has
+        "paper": {a: PAPER_AGREEMENT[a] for d in dims if (a := paper_axis(d))},
         "reviewer_agreement": reviewers,
     }
 
