@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 from pathlib import Path
 
 from aart.review import open_review
@@ -170,3 +172,25 @@ def test_the_papers_figures_only_beside_the_axes_a_recipe_has(tmp_path):
     review.close()
     lines = " ".join(_human_lines(human_review(dataset)))
     assert "92.5%" in lines and "policy concept" not in lines and "region" not in lines
+
+
+def test_labels_csv_has_plain_values_and_iso_times(tmp_path):
+    """Issue 18.25: labels.csv had Python reprs ({'concepts': True}, ['unclear']) and epoch
+    times."""
+    dataset = write_rows(tmp_path / "d.jsonl", mild_rows(2))
+    review = open_review(dataset, reviewer="ana")
+    review.label_record("r0", {"good": True, "dims": {"concepts": False}, "form": 2,
+                               "flags": ["unclear", "off-policy"], "note": "=a mild note",
+                               "edit": None, "exclude": False})  # fmt: skip
+    review.export()
+    review.close()
+    with (tmp_path / "labels.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["kind"] == "record" and row["record_id"] == "r0" and row["reviewer"] == "ana"
+    assert row["good"] == "true" and row["exclude"] == "false" and row["edit"] == ""
+    assert row["match_concepts"] == "false" and row["flags"] == "unclear; off-policy"
+    assert row["note"] == "'=a mild note"  # a formula stays text
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", row["created_at"]), row
+    assert "form" not in row and "dims" not in row

@@ -157,3 +157,19 @@ def test_the_figures_page_compares_only_the_axes_the_recipe_has(tmp_path):
     review.close()
     assert "region 96.7%" in page
     assert "policy concept" not in page and "task format" not in page
+
+
+def test_the_record_page_shows_every_reasoning_field(tmp_path):
+    """Issue 18.25: reasoning fields whose names do not start with `why_` were hidden."""
+    row = {"id": "r0", "prompt": "a mild test", "cell": {"concepts": "c"},
+           "annotations": {"concepts": "c"}, "rationale": "it tests a mild rule",
+           "why_prompt_harmful": "it asks for a mild thing", "topic": "a mild topic",
+           "explanation": "a mild explanation", "provenance": {"model": "fake"}}  # fmt: skip
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    review = open_review(path)
+    with ReviewServer(review) as server:
+        page = get(server, "/records/0")
+    review.close()
+    for field in ("rationale", "why_prompt_harmful", "topic", "explanation"):
+        assert f"<b>{field}</b>: {row[field]}" in page

@@ -11,6 +11,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from ..errors import UsageError
 from ..evaluate.data import read_rows
 from ..redteam.stats import wilson
 from ..store.db import RunDB
-from ..store.export import csv_safe, write_csv, write_jsonl
+from ..store.export import write_csv, write_jsonl
 
 RECORD, VERDICT = "record", "verdict"
 FLAGS = ("unclear", "near-duplicate", "off-policy", "unsafe to keep")
@@ -107,11 +108,24 @@ def dataset_labels(dataset: Path, db: RunDB) -> list[dict[str, Any]]:
     return _latest(labels, rename)
 
 
+#: a record's fields shown elsewhere on the page; every other text field (the recipe's output
+#: fields: reasoning, topics, rationales, whatever their names) is shown as reasoning
+NOT_REASONING = {"id", "prompt", "cell", "annotations", "verified", "provenance", "strategy"}
+FLAT_PREFIXES = ("cell_", "annotated_", "verified_", "provenance_")  # CSV and Parquet columns
+
+
 def _record(rid: str, row: dict[str, Any]) -> dict[str, Any]:
     cell = row.get("cell") if isinstance(row.get("cell"), dict) else {}
     if not cell:
         cell = {k[5:]: v for k, v in row.items() if str(k).startswith("cell_") and v}
-    notes = {k: v for k, v in row.items() if str(k).startswith("why_") or k in ("topic",)}
+    notes = {
+        k: v
+        for k, v in row.items()
+        if k not in NOT_REASONING
+        and not str(k).startswith(FLAT_PREFIXES)
+        and isinstance(v, str)
+        and v.strip()
+    }
     return {
         "id": rid,
         "prompt": str(row.get("prompt") or ""),
@@ -242,13 +256,7 @@ class Review:
             rows.append(r)
         paths = {"dataset": out / "dataset.reviewed.jsonl", "labels": out / "labels.csv"}
         write_jsonl(rows, paths["dataset"])
-        labels = [
-            {"kind": k, **{key: csv_safe(str(v)) for key, v in x.items()}}
-            for k, db in ((RECORD, self.db), (VERDICT, self.attack_db))
-            if db is not None
-            for x in db.latest_labels(k)
-        ]
-        write_csv(labels, paths["labels"])
+        self._write_labels_csv(paths["labels"])
         self.applied = {
             "reviewers": sorted({x["reviewer"] for xs in by_record.values() for x in xs}),
             "excluded": excluded,
@@ -257,6 +265,41 @@ class Review:
             "kept": len(rows),
         }
         return paths
+
+    def _write_labels_csv(self, path: Path) -> None:
+        """Every reviewer's latest label, one row each, in plain values: true/false or empty
+        (not said), a column per dimension (``match_<dim>``: true, false, or empty for not
+        judged), flags joined by "; ", times in ISO-8601 UTC."""
+        rows = []
+        kinds = [(RECORD, self.all_record_labels())]
+        if self.attack_db is not None:
+            kinds.append((VERDICT, self.verdict_labels()))
+        dims = list(self.dims)
+        for _, labels in kinds:
+            for x in labels:
+                dims += [d for d in (x.get("dims") or {}) if d not in dims]
+        for kind, labels in kinds:
+            for x in labels:
+                row: dict[str, Any] = {
+                    "kind": kind,
+                    "record_id": x["record_id"],
+                    "reviewer": x["reviewer"],
+                    "version": x["version"],
+                    "created_at": iso_utc(x["created_at"]),
+                }
+                for key, v in x.items():
+                    if key in row or key in ("form", "dims"):
+                        continue
+                    if key == "flags" and isinstance(v, list):
+                        v = "; ".join(map(str, v))
+                    row[key] = plain(v)
+                if kind == RECORD:
+                    row.update({f"match_{d}": plain(dim_state(x, d)) for d in dims})
+                rows.append(row)
+        columns = ["kind", "record_id", "reviewer", "version", "created_at"]
+        for row in rows:
+            columns += [c for c in row if c not in columns]
+        write_csv(rows, path, columns)
 
     def applied_line(self) -> str:
         """One line on whose labels the last export applied."""
@@ -274,6 +317,20 @@ class Review:
             )
             + f", {a['kept']} kept; an exclusion by anyone holds"
         )
+
+
+def iso_utc(t: float) -> str:
+    """``2026-12-01T10:23:41Z``."""
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def plain(v: Any) -> Any:
+    """A CSV cell: true/false, empty for None, text as it is (write_csv guards formulas)."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return v
 
 
 def open_review(
