@@ -55,10 +55,10 @@ def labels_db_path(dataset: Path) -> Path:
     return dataset.with_suffix(".review.db")
 
 
-#: the keys of labels saved before stable ids: a record's position (``p000012``), a verdict's
-#: dataset index and strategy (``000012``, ``000012:base64``); resolved when read
+#: the keys of labels saved before stable ids, resolved when read: a record's position
+#: (``p000012``); a verdict's dataset index and strategy (``000012``, ``000012:base64``, see
+#: resolve_verdict_labels)
 LEGACY_RECORD = re.compile(r"p\d{6}")
-LEGACY_VERDICT = re.compile(r"(\d{6})(?::(.+))?")
 
 
 def _has_id(row: dict[str, Any]) -> bool:
