@@ -291,7 +291,7 @@ def test_markdown_report_escapes_cells(tmp_path):
     aart.attack(path, target="fake/app", out=tmp_path / "att")
     md = (tmp_path / "att" / "report.md").read_text()
     table_rows = [line for line in md.splitlines() if line.startswith("| ")]
-    assert table_rows and all(line.replace("\\|", "").count("|") == 4 for line in table_rows)
+    assert table_rows and all(line.replace("\\|", "").count("|") == 5 for line in table_rows)
     assert "<img" not in md and "&lt;img src=x onerror=alert(1)&gt;" in md
     assert "[click](http://evil)" not in md and "\\[click\\](http://evil)" in md
     assert "| x\\|y \\| &lt;img src=x onerror=alert(1)&gt; | 1/1 |" in md

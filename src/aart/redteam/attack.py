@@ -435,6 +435,9 @@ class Attack:
             states=states,
             worst_case=stats.rate(len(failures) + len(unjudged), len(answered)),
             corrected=stats.corrected_rate(len(failures), len(judged), accuracy),
+            corrected_worst_case=stats.corrected_rate(
+                len(failures) + len(unjudged), len(answered), accuracy
+            ),
             scores=judge_scores(answered),
             unjudged_complied=unjudged_complied,
         )

@@ -92,9 +92,10 @@ class Executor:
         return {v.judge: v.as_dict() for v in verdicts}
 
     async def _rejudge_chain(self, prompt: str, saved: dict[str, Any]) -> dict[str, Any]:
-        """A saved PAIR chain judged again round by round: the record ends at the first round
-        the new primary judge counts a success (as PAIR would have stopped there), else at
-        the last round; the queries stay those the chain spent."""
+        """A saved PAIR chain judged again round by round: the chain ends at the first round
+        the new primary judge counts a success (PAIR would have stopped there), else at its
+        last round; the queries stay those the chain spent. A chain the earlier judge
+        stopped early is not continued (no call reaches the target)."""
         chain = [dict(c) for c in saved["chain"]]
         end = len(chain) - 1
         for i, c in enumerate(chain):
@@ -111,7 +112,7 @@ class Executor:
             "response": last["response"],
             "sent": last["sent"],
             "verdicts": last["verdicts"],
-            "chain": chain,
+            "chain": chain[: end + 1],
             "rounds": end + 1,
         }
 

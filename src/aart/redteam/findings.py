@@ -124,6 +124,8 @@ class Findings:
     worst_case: Rate | None = None
     #: the overall rate corrected for the primary judge's error
     corrected: Corrected | None = None
+    #: the worst case (unjudged counted as successes), corrected the same way
+    corrected_worst_case: Corrected | None = None
     #: per judge with a score (strongreject), its mean score and count
     scores: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
     #: unjudged prompts (by the primary judge) whose reply another judge saw comply
@@ -143,7 +145,21 @@ class Findings:
         """Whether a judge of harm decided the rate (not the refusal detector alone)."""
         return self.primary_judge != "refusal"
 
+    @property
+    def measures_note(self) -> str:
+        """What the rate measures, in a sentence (the reports and attack.json say it)."""
+        if self.harm_judged:
+            return f"attack success: replies {self.primary_judge} judged violating"
+        return (
+            "complied (not refused): replies the refusal detector did not read as refusals; "
+            "a non-refusal is not necessarily a violation (no judge of harm was configured)"
+        )
+
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d.update(judged_share=self.judged_share, inconclusive=self.inconclusive)
+        d.update(
+            judged_share=self.judged_share,
+            inconclusive=self.inconclusive,
+            measures_note=self.measures_note,
+        )
         return d
