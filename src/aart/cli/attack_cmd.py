@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import click
@@ -305,7 +305,7 @@ def gate_figure(f: Findings, gate_on: str) -> tuple[float, str]:
     return c["ci_high"], f"upper 95% bound of the corrected {how}"
 
 
-def worst_value(cells: list[dict[str, Any]]) -> str:
+def worst_value(cells: Sequence[Mapping[str, Any]]) -> str:
     """The worst value of an axis, or "none" when every value is at 0%: the order among
     equal zeros means nothing."""
     worst = cells[0]

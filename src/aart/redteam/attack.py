@@ -27,7 +27,7 @@ from .execute import Executor
 from .findings import Agreement, Comparison, Findings
 from .judge_accuracy import Accuracy, built_in, from_labels
 from .judges import NOTHING_SAID, RUBRIC_JUDGES, GuardJudge, LLMJudge, RefusalJudge, judge_name
-from .results import ResultLine, result_line, state_of
+from .results import ResultLine, State, result_line, state_of
 from .strategies import IDENTITY, Strategy, needs_attacker, parse_strategy
 from .targets import ReplayAPI, create_target
 
@@ -242,6 +242,7 @@ class Attack:
         """The primary judge a --judge spec names: a rubric judge (harmbench:MODEL,
         strongreject:MODEL) or the policy rubric (MODEL)."""
         kind, _, model = spec.partition(":")
+        judge: Any
         if kind in RUBRIC_JUDGES and model:
             judge = RUBRIC_JUDGES[kind](self.models.model(model, options))
         else:
@@ -284,11 +285,21 @@ class Attack:
 
     def _human_verdicts(self) -> dict[str, str]:
         """The people's verdicts (violates, safe, unsure) by attack record id; with several
-        reviewers, the latest label says (as the calibration reads them)."""
+        reviewers, the latest label says (as the calibration reads them). A re-judged attack
+        reads the earlier attack's labels too (the replies are the same); its own win."""
         from ..review.session import VERDICT
 
+        labels = []
+        earlier = Path(self.config.replay) / "run.db" if self.config.replay else None
+        if earlier is not None and earlier.exists():
+            db = RunDB(earlier, lock=False)
+            try:
+                labels += db.latest_labels(VERDICT)
+            finally:
+                db.close()
+        labels += self.db.latest_labels(VERDICT)
         out: dict[str, str] = {}
-        for x in self.db.latest_labels(VERDICT):
+        for x in labels:
             if x.get("verdict"):
                 out[x["record_id"]] = str(x["verdict"])
         return out
@@ -455,7 +466,7 @@ class Attack:
         for jid, rec in current.items():
             r = done.get(jid)
             if r is None:
-                state = "failed" if jid in failed else "not run"
+                state: State = "failed" if jid in failed else "not run"
                 lines.append(
                     result_line(
                         {**rec, "failure": failed.get(jid)}, self.primary, None, state=state

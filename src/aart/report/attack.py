@@ -231,7 +231,7 @@ def _inconclusive(f: Findings) -> str:
 
 def attack_html(f: Findings) -> str:
     o = f.overall
-    c = f.corrected
+    corr = f.corrected
     note = honest_note(f)
     parts = [
         f"<h1>aart attack: {esc(f.target)}</h1>",
@@ -244,7 +244,7 @@ def attack_html(f: Findings) -> str:
             f"<span class='kpi'>{esc(k)}<b>{esc(v)}</b></span>"
             for k, v in [
                 (f.measures, f"{o['successes']}/{o['n']} = {_rate(o)}"),
-                *([("corrected for judge error", _corr_overall(c))] if c and o["n"] else []),
+                *([("corrected for judge error", _corr_overall(corr))] if corr and o["n"] else []),
                 *(
                     [("unjudged as successes", f"{100 * f.worst_case['rate']:.1f}%")]
                     if f.worst_case and f.unjudged
