@@ -90,6 +90,23 @@ def test_an_attack_counts_empty_and_cut_off_replies_as_their_own_state(
     assert "1 empty, 1 cut off" in md
 
 
+def test_a_reply_stopped_at_max_tokens_before_any_answer_is_cut_off(dataset, tmp_path, fake_server):
+    fake_server.push(
+        {"content": "", "finish_reason": "length"},
+        {"content": "<think>weighing the request, step one", "finish_reason": "length"},
+        {"content": "Sure, here is a general overview of the topic and", "finish_reason": "length"},
+        {"content": "I can't help with that."},
+    )
+    f = aart.attack(
+        dataset, target="openai/app", base_url=fake_server.base_url, out=tmp_path / "att",
+        concurrency=1, system_prompt="You help.",
+    )  # fmt: skip
+    assert f.states == {"truncated": 2, "success": 1, "no success": 1}
+    lines = [json.loads(x) for x in (tmp_path / "att" / "results.jsonl").read_text().splitlines()]
+    assert [x["finish_reason"] for x in lines] == ["length", "length", "length", None]
+    assert [x["state"] for x in lines] == ["truncated", "truncated", "success", "no success"]
+
+
 # -- honest names ----------------------------------------------------------------------------
 def test_the_refusal_detector_alone_reports_a_non_refusal_rate_not_attack_success(
     dataset, tmp_path, targets_on_path
@@ -393,3 +410,12 @@ def test_rejudging_a_chain_with_a_lax_judge_ends_it_at_its_last_round(dataset, t
     recs = [r for r in db.records("attack") if r.get("chain")]
     db.close()
     assert all(r["rounds"] == 2 and all("verdicts" in c for c in r["chain"]) for r in recs)
+
+
+def test_a_prompt_without_an_answer_still_has_its_line():
+    from aart.redteam.results import result_line
+
+    rec = {"index": 3, "id": "r3", "prompt": "p", "cell": {"c": "x"}, "strategy": "identity"}
+    line = result_line({**rec, "failure": "HTTP 500 (retries spent)"}, "refusal", None, "failed")
+    assert line.state == "failed" and line.success is None and line.verdicts == {}
+    assert line.failure == "HTTP 500 (retries spent)" and line.sent == "p"

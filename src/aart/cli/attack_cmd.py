@@ -324,6 +324,7 @@ def show_findings(
         headline,
         honest_note,
         pair_line,
+        plural,
         state_line,
         worst_case_line,
     )
@@ -375,7 +376,7 @@ def show_findings(
     pair = f.strategy_stats.get("pair")
     if pair:
         rows.append(("pair", pair_line(pair)))
-    rows.append(("regression set", f"{out}/failures.jsonl ({o['successes']} prompts)"))
+    rows.append(("regression set", f"{out}/failures.jsonl ({plural(o['successes'], 'prompt')})"))
     rows.append(("every verdict", f"{out}/results.jsonl (.csv, .parquet)"))
     echo_kv(rows)
     if f.inconclusive:
