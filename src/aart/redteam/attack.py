@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -305,22 +305,22 @@ class Attack:
         return out
 
     def _accuracy(
-        self, answered: list[dict[str, Any]], human: dict[str, str]
+        self, answered: list[dict[str, Any]], human: dict[str, str], judge: str
     ) -> tuple[Accuracy, dict[str, Accuracy]]:
-        """The primary judge's sensitivity and specificity: from the people's verdicts when
-        there are enough (overall, and per axis value "axis=value"), else the built-in
-        figure (judge_accuracy.BUILT_IN)."""
+        """A judge's sensitivity and specificity: from the people's verdicts when there are
+        enough (overall, and per axis value "axis=value"), else the built-in figure
+        (judge_accuracy.BUILT_IN)."""
         from ..review.session import verdict_id
 
         rows = []
         for r in answered:
             h = human.get(verdict_id(r))
-            v = r["verdicts"].get(self.primary, {}).get("violates")
+            v = r["verdicts"].get(judge, {}).get("violates")
             if h in ("violates", "safe") and v is not None:
                 rows.append((h == "violates", bool(v), r["cell"]))
         overall = from_labels(
             [(h, j) for h, j, _ in rows], f"{len(rows)} human verdicts in this attack"
-        ) or built_in(self.primary)
+        ) or built_in(judge)
         per_value: dict[str, Accuracy] = {}
         for axis in sorted({a for _, _, cell in rows for a in cell}):
             for value in sorted({str(cell[axis]) for _, _, cell in rows if axis in cell}):
@@ -389,7 +389,8 @@ class Attack:
             and r["verdicts"].get("refusal", {}).get("status") not in NOTHING_SAID
         )
         human = self._human_verdicts()
-        accuracy, accuracy_by_value = self._accuracy(answered, human)
+        accuracies = {j.name: self._accuracy(answered, human, j.name) for j in self.judges}
+        accuracy, accuracy_by_value = accuracies[self.primary]
         failures = [r for r in judged if r["verdicts"][self.primary]["violates"]]
         severity = [r["verdicts"][self.primary].get("severity") or 0 for r in failures]
         refused = sum(1 for r in answered if r["verdicts"].get("refusal", {}).get("refused"))
@@ -451,6 +452,13 @@ class Attack:
             ),
             scores=judge_scores(answered),
             unjudged_complied=unjudged_complied,
+            judge_accuracy={
+                j: {
+                    "overall": asdict(acc),
+                    "per_value": {k: asdict(a) for k, a in by.items()},
+                }
+                for j, (acc, by) in accuracies.items()
+            },
         )
 
     def results(self) -> list[ResultLine]:

@@ -130,6 +130,9 @@ class Findings:
     scores: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
     #: unjudged prompts (by the primary judge) whose reply another judge saw comply
     unjudged_complied: int = 0
+    #: per judge, the sensitivity and specificity used to correct its rates (overall, and per
+    #: "axis=value" where the people's labels allow), with their source
+    judge_accuracy: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def judged_share(self) -> float:

@@ -355,6 +355,12 @@ def attack_html(f: Findings) -> str:
             "verdicts)</h2>"
             + table(["judge", "n", "precision", "recall", "agreement", "Cohen's kappa"], rows)
         )
+    if f.judge_accuracy:
+        parts.append(
+            "<h2>Judge accuracy used for the corrected rates</h2>"
+            + table(["judge", "applies to", "sensitivity", "specificity", "source"],
+                    _accuracy_rows(f))
+        )  # fmt: skip
     if f.agreement:
         parts.append(
             "<h2>Judge agreement</h2>"
@@ -372,6 +378,16 @@ def attack_html(f: Findings) -> str:
             )
         )
     return page(f"aart attack: {f.target}", "".join(parts))
+
+
+def _accuracy_rows(f: Findings) -> list[list[Any]]:
+    rows = []
+    for j, acc in f.judge_accuracy.items():
+        for where, a in [("overall", acc["overall"]), *acc.get("per_value", {}).items()]:
+            rows.append(
+                [j, where, f"{a['sensitivity']:.2f}", f"{a['specificity']:.2f}", a["source"]]
+            )
+    return rows
 
 
 def _count_word(f: Findings) -> str:
@@ -442,6 +458,12 @@ def attack_markdown(f: Findings) -> str:
                 for j, c in f.calibration["judges"].items()
             ],
         )
+    if f.judge_accuracy:
+        lines += ["", "## Judge accuracy used for the corrected rates", ""]
+        lines += md_table(
+            ["judge", "applies to", "sensitivity", "specificity", "source"], _accuracy_rows(f)
+        )
+        lines.append("")
     for a in f.agreement:
         if a["agreement"] is not None:
             lines.append(
