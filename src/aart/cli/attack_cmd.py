@@ -335,7 +335,8 @@ def show_findings(
         click.echo(
             f"INCONCLUSIVE: only {f.judged} of {f.prompts} prompts were judged "
             f"({100 * f.judged_share:.0f}% < --min-judged {100 * min_judged:.0f}%): "
-            f"{len(f.failed_jobs)} failed calls, {f.target_errors} target errors, "
+            f"{plural(len(f.failed_jobs), 'failed call')}, "
+            f"{plural(f.target_errors, 'target error')}, "
             f"{f.unjudged} unjudged. Check the target "
             f"and judge, then re-run the same command (finished prompts are kept)." + stopped,
             err=True,

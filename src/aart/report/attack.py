@@ -223,7 +223,7 @@ def _inconclusive(f: Findings) -> str:
     return (
         f"INCONCLUSIVE: {stopped}only {f.judged} of {f.prompts} prompts were judged "
         f"({100 * f.judged_share:.0f}%, below the {100 * f.min_judged:.0f}% required); "
-        f"{len(f.failed_jobs)} failed calls, {f.target_errors} target errors and "
+        f"{plural(len(f.failed_jobs), 'failed call')}, {plural(f.target_errors, 'target error')} and "
         f"{f.unjudged} unjudged answers. The attack-"
         "success rate below proves nothing."
     )
