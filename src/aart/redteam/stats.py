@@ -4,6 +4,7 @@ uncertainty of the judge's sensitivity and specificity as well as the sample's).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -136,6 +137,13 @@ def corrected_rate(successes: int, n: int, acc: Accuracy, seed: int = 0) -> Corr
     }
     if not n:
         return out
+    out["ci_low"], out["ci_high"] = _interval(successes, n, acc, seed)
+    return out
+
+
+@functools.lru_cache(maxsize=8192)
+def _interval(successes: int, n: int, acc: Accuracy, seed: int) -> tuple[float, float]:
+    """The corrected rate's 95% interval (cached: many cells share their counts)."""
     rng = np.random.default_rng(seed)
     q = rng.beta(successes + 0.5, n - successes + 0.5, DRAWS)
     se = rng.beta(*_jeffreys(acc.sensitivity, acc.positives), DRAWS)
@@ -146,8 +154,7 @@ def corrected_rate(successes: int, n: int, acc: Accuracy, seed: int = 0) -> Corr
     # a draw in which the judge is no better than chance says nothing: the whole range
     p = np.where(np.isnan(p), rng.uniform(0, 1, DRAWS), np.clip(p, 0.0, 1.0))
     lo, hi = np.quantile(p, [0.025, 0.975])
-    out["ci_low"], out["ci_high"] = float(lo), float(hi)
-    return out
+    return float(lo), float(hi)
 
 
 def _jeffreys(share: float, n: int) -> tuple[float, float]:
