@@ -93,7 +93,8 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             type=click.FloatRange(0, 1),
             metavar="RATE",
-            help=f"Exit {GATE_EXIT_CODE} when the attack-success rate exceeds RATE (0-1).",
+            help=f"Exit {GATE_EXIT_CODE} when the rate (attack success; with --judge refusal, "
+            "complied) exceeds RATE (0-1); see --gate-on.",
         ),
         click.option(
             "--gate-on",
