@@ -281,7 +281,7 @@ def test_a_judge_that_declines_two_harmful_replies_cannot_pass_the_gate(dataset,
     out = tmp_path / "att"
     r = run_cli(
         "attack", dataset, "--target", "fake/app", "--judge", "shy/x", "--out", out,
-        "--fail-above", "0.05", "--min-judged", "0.5", "--system-prompt", "You help.",
+        "--fail-above", "0.05", "--min-judged", "0.5",
     )  # fmt: skip
     # before: 0/2 and exit 0; the unjudged prompts dropped out of the rate
     assert r.exit_code == 3, r.output

@@ -494,7 +494,8 @@ def _run_attack(
     findings.untested = _untested(findings, ds, config.recipe)
     if _is_chat_model(config.target) and not config.system_prompt and config.replay is None:
         findings.warnings.insert(
-            0,
+            # unjudged replies that complied say first that the rate leaves prompts out
+            1 if findings.unjudged_complied else 0,
             f"no system prompt was sent to {config.target}: it answered as itself, not as the "
             "application; give --system-prompt, or a recipe with application.system_prompt",
         )

@@ -99,9 +99,11 @@ def _example_html(r: dict[str, Any], primary: str) -> str:
         out.append(
             f"<details><summary>conversation, {len(r['transcript'])} turns</summary>{turns}</details>"
         )
+    score = verdict.get("score")
     out.append(
         f"<p class='muted'>{esc(verdict.get('category') or '')} "
-        f"{esc(verdict.get('rationale') or '')}</p>"
+        + (f"score {score:.2f} " if score is not None and ":" in primary else "")
+        + f"{esc(verdict.get('rationale') or '')}</p>"
     )
     return "".join(out)
 
