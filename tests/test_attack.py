@@ -290,8 +290,16 @@ def test_markdown_report_escapes_cells(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     aart.attack(path, target="fake/app", out=tmp_path / "att")
     md = (tmp_path / "att" / "report.md").read_text()
-    table_rows = [line for line in md.splitlines() if line.startswith("| ")]
-    assert table_rows and all(line.replace("\\|", "").count("|") == 4 for line in table_rows)
+    tables: list[list[str]] = [[]]
+    for line in md.splitlines():  # each run of table lines is one table
+        if line.startswith("|"):
+            tables[-1].append(line.replace("\\|", ""))
+        elif tables[-1]:
+            tables.append([])
+    tables = [t for t in tables if t]
+    assert tables and all(len({row.count("|") for row in t}) == 1 for t in tables)
+    rate_rows = [line for line in md.splitlines() if line.startswith("| ") and "/" in line]
+    assert rate_rows
     assert "<img" not in md and "&lt;img src=x onerror=alert(1)&gt;" in md
     assert "[click](http://evil)" not in md and "\\[click\\](http://evil)" in md
     assert "| x\\|y \\| &lt;img src=x onerror=alert(1)&gt; | 1/1 |" in md

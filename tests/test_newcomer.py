@@ -318,8 +318,9 @@ def test_the_attack_report_tells_tested_safe_from_untested_and_shows_the_worst_f
     assert pale != deep and _color({"successes": 0, "n": 10, "ci_low": 0.0}).startswith(
         "rgb(232,246"
     )  # tested and safe is not the colour of untested
-    # failing examples come before the per-axis tables, most severe first
-    assert html.index("Failing examples") < html.index("By concepts")
+    # failing examples (with the refusal detector alone: the replies that did not refuse)
+    # come before the per-axis tables, most severe first
+    assert html.index("Replies that did not refuse") < html.index("By concepts")
 
 
 def test_the_evaluation_report_summarises_gaps_first_and_explains_its_metrics(tmp_path):

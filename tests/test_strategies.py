@@ -378,7 +378,11 @@ def test_rejudge_keeps_chains_and_conversions_and_calls_no_target_nor_attacker(d
     assert len(sent) == calls  # nothing sent again
     assert f.prompts == 9 and f.judged == 9 and not f.failed_jobs
     chains = [r for r in f.failures if r["strategy"] == "pair"]
-    assert len(chains) == 3 and all(len(r["chain"]) == 2 for r in chains)  # kept as it was
+    # every round judged again: the new judge's first success ends the chain (round 1 here),
+    # not the earlier judge's round count
+    assert len(chains) == 3 and all(len(r["chain"]) == 1 and r["rounds"] == 1 for r in chains)
+    assert all(r["queries"] == 2 for r in chains)  # what the chain spent
+    assert f.strategy_stats["pair"]["success_by_round"] == {"1": 3}
     assert {r["strategy"] for r in f.failures} == {"identity", "pair", "base64"}
     assert all(r.get("sent", "").startswith("The request below is encoded in base64")
                for r in f.failures if r["strategy"] == "base64")  # fmt: skip

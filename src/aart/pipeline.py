@@ -469,12 +469,14 @@ def _run_attack(
     (``findings.stopped`` says why): its rate then proves nothing."""
     from .redteam import Attack, compare_runs, write_regression_dataset
     from .redteam.attack import read_baseline
+    from .redteam.results import write_results
     from .report.attack import write_attack_report
 
     ds = Path(dataset)
     if baseline is not None:  # refused before any call when judged another way
-        judge = config.judge
-        read_baseline(Path(baseline), "refusal" if judge == "refusal" else f"llm:{judge}")
+        from .redteam.judges import judge_name
+
+        read_baseline(Path(baseline), judge_name(config.judge))
     a = Attack(ds, out, config)
     try:
         tick = progress(f"attack on {a.target_name}", len(a.records)) if progress else None
@@ -484,6 +486,7 @@ def _run_attack(
             # The target or a judge fails every call: report what was done, inconclusive.
             findings = a.findings()
             findings.stopped = str(e)
+        results = a.results()  # every verdict, for results.jsonl/.csv/.parquet
     finally:
         a.close()
     outdir = Path(out)
@@ -491,7 +494,8 @@ def _run_attack(
     findings.untested = _untested(findings, ds, config.recipe)
     if _is_chat_model(config.target) and not config.system_prompt and config.replay is None:
         findings.warnings.insert(
-            0,
+            # unjudged replies that complied say first that the rate leaves prompts out
+            1 if findings.unjudged_complied else 0,
             f"no system prompt was sent to {config.target}: it answered as itself, not as the "
             "application; give --system-prompt, or a recipe with application.system_prompt",
         )
@@ -499,6 +503,7 @@ def _run_attack(
         findings.comparison = compare_runs(findings, Path(baseline))
     with OutputLock(outdir):  # cooperating workers write the reports one at a time
         write_regression_dataset(findings, outdir / "failures.jsonl")
+        write_results(results, outdir)
         write_attack_report(findings, outdir)
     return findings
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import click
@@ -26,6 +26,8 @@ from .common import (
 )
 
 GATE_EXIT_CODE = 3
+#: what --fail-above compares (--gate-on)
+GATE_ON = ("raw", "corrected", "upper")
 # Too few prompts got a verdict for the rate to mean anything: never a pass.
 INCONCLUSIVE_EXIT_CODE = 4
 
@@ -59,7 +61,10 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "-j",
             default="refusal",
             show_default=True,
-            help="'refusal' (fast detector) or a provider/model LLM judge with the policy rubric.",
+            help="'refusal' (the fast detector: a complied-not-refused rate, not harm), a "
+            "provider/model LLM judge with the policy rubric, harmbench:PROVIDER/MODEL (the "
+            "HarmBench classifier's yes/no rubric) or strongreject:PROVIDER/MODEL (the "
+            "StrongREJECT rubric, scored 0-1).",
         ),
         click.option(
             "--classifier",
@@ -88,7 +93,17 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             type=click.FloatRange(0, 1),
             metavar="RATE",
-            help=f"Exit {GATE_EXIT_CODE} when the attack-success rate exceeds RATE (0-1).",
+            help=f"Exit {GATE_EXIT_CODE} when the rate (attack success; with --judge refusal, "
+            "complied) exceeds RATE (0-1); see --gate-on.",
+        ),
+        click.option(
+            "--gate-on",
+            type=click.Choice(GATE_ON),
+            default="raw",
+            show_default=True,
+            help="Which figure --fail-above compares: the judge's raw rate, the rate corrected "
+            "for the judge's error, or the upper end of the corrected rate's 95% interval "
+            "(the strictest). Unjudged prompts count as successes in every case.",
         ),
         click.option(
             "--min-judged",
@@ -193,6 +208,7 @@ def attack_command(
     axes: tuple[str, ...],
     annotations: tuple[str, ...],
     fail_above: float | None,
+    gate_on: str,
     min_judged: float,
     prices: tuple[str, ...],
     batch: BatchSettings | None,
@@ -247,7 +263,7 @@ def attack_command(
             min_judged=min_judged,
             **settings,
         )
-    show_findings(f, out, min_judged, fail_above)
+    show_findings(f, out, min_judged, fail_above, gate_on)
 
 
 @click.command("rejudge")
@@ -256,6 +272,7 @@ def attack_command(
 def rejudge_command(
     attack_dir: str,
     fail_above: float | None,
+    gate_on: str,
     min_judged: float,
     prices: tuple[str, ...],
     **judging: Any,
@@ -270,40 +287,85 @@ def rejudge_command(
             prices=dict(parse_price(p) for p in prices),
             **judging,
         )
-    show_findings(f, judging["out"], min_judged, fail_above)
+    show_findings(f, judging["out"], min_judged, fail_above, gate_on)
 
 
-def show_findings(f: Findings, out: str, min_judged: float, fail_above: float | None) -> None:
+def gate_figure(f: Findings, gate_on: str) -> tuple[float, str]:
+    """The figure --fail-above compares, and how it was made. Unjudged prompts count as
+    successes (the worst case): a judge that declines to rate a reply never lets it pass."""
+    how = f"{f.measures} rate"
+    if f.unjudged:
+        how += f" with the {f.unjudged} unjudged counted as successes"
+    raw = (f.worst_case or f.overall)["rate"] if f.unjudged else f.overall["rate"]
+    c = f.corrected_worst_case if f.unjudged else f.corrected
+    if gate_on == "raw" or not c:
+        return raw, how
+    if gate_on == "corrected":
+        # a judge no better than chance corrects nothing: the gate cannot pass on it
+        return (c["rate"] if c["rate"] is not None else 1.0), f"corrected {how}"
+    return c["ci_high"], f"upper 95% bound of the corrected {how}"
+
+
+def worst_value(cells: Sequence[Mapping[str, Any]]) -> str:
+    """The worst value of an axis, or "none" when every value is at 0%: the order among
+    equal zeros means nothing."""
+    worst = cells[0]
+    if not worst["successes"]:
+        return f"none ({len(cells)} values, all 0/n)"
+    return f"{worst['value']} {worst['successes']}/{worst['n']}"
+
+
+def show_findings(
+    f: Findings, out: str, min_judged: float, fail_above: float | None, gate_on: str = "raw"
+) -> None:
     """What the CLI says about an attack: doubts first, then the figures; exits with the
     inconclusive or gate code when they apply."""
+    from ..report.attack import (
+        corrected_line,
+        headline,
+        honest_note,
+        pair_line,
+        plural,
+        state_line,
+        worst_case_line,
+    )
+
     o = f.overall
     if f.inconclusive:
         stopped = f"\nstopped early: {f.stopped}" if f.stopped else ""
         click.echo(
             f"INCONCLUSIVE: only {f.judged} of {f.prompts} prompts were judged "
             f"({100 * f.judged_share:.0f}% < --min-judged {100 * min_judged:.0f}%): "
-            f"{len(f.failed_jobs)} failed calls, {f.target_errors} target errors, "
+            f"{plural(len(f.failed_jobs), 'failed call')}, "
+            f"{plural(f.target_errors, 'target error')}, "
             f"{f.unjudged} unjudged. Check the target "
             f"and judge, then re-run the same command (finished prompts are kept)." + stopped,
             err=True,
         )
     for w in f.warnings:
         click.echo(f"WARNING: {w}", err=True)
+    note = honest_note(f)
+    if note:
+        click.echo(f"NOTE: {note}", err=True)
     click.echo(f"aart attack on {f.target}: {out}/report.html")
-    rows = [
-        (
-            "attack success",
-            f"{o['successes']}/{o['n']} = {100 * o['rate']:.1f}% "
-            f"[{100 * o['ci_low']:.1f}, {100 * o['ci_high']:.1f}] ({f.primary_judge})",
-        ),
+    rows: list[tuple[str, Any]] = [
+        (f.measures, headline(f).removeprefix(f.measures + " ")),
+        ("states", state_line(f)),
+    ]
+    if corrected_line(f):
+        rows.append(("corrected", corrected_line(f)))
+    if worst_case_line(f):
+        rows.append(("worst case", worst_case_line(f)))
+    rows += [
         ("unjudged", unjudged_line(f)),
         ("target errors", f.target_errors),
         ("calls", usage_line(f.usage)),
     ] + failed_job_lines(f.failed_jobs)
+    for j, sc in f.scores.items():
+        rows.append((f"{j} score", f"mean {sc['mean']:.2f} over {sc['n']}"))
     for axis, cells in f.by_value.items():
         if cells:
-            worst = cells[0]
-            rows.append((f"worst {axis}", f"{worst['value']} {worst['successes']}/{worst['n']}"))
+            rows.append((f"worst {axis}", worst_value(cells)))
     if f.comparison:
         c = f.comparison
         rows.append(
@@ -315,19 +377,21 @@ def show_findings(f: Findings, out: str, min_judged: float, fail_above: float | 
         )
     pair = f.strategy_stats.get("pair")
     if pair:
-        qps = pair["queries_per_success"]
-        rows.append(
-            (
-                "pair",
-                f"{pair['successes']}/{pair['chains']} chains succeeded, by round "
-                f"{pair['success_by_round'] or '-'}; "
-                + (f"{qps:.1f} queries per success" if qps else "no success"),
-            )
-        )
-    rows.append(("regression set", f"{out}/failures.jsonl ({o['successes']} prompts)"))
+        rows.append(("pair", pair_line(pair)))
+    rows.append(("regression set", f"{out}/failures.jsonl ({plural(o['successes'], 'prompt')})"))
+    rows.append(("every verdict", f"{out}/results.jsonl (.csv, .parquet)"))
     echo_kv(rows)
     if f.inconclusive:
         sys.exit(INCONCLUSIVE_EXIT_CODE)
-    if fail_above is not None and o["rate"] > fail_above:
-        click.echo(f"gate failed: attack-success rate {o['rate']:.3f} > {fail_above}", err=True)
-        sys.exit(GATE_EXIT_CODE)
+    if fail_above is not None:
+        figure, how = gate_figure(f, gate_on)
+        if figure > fail_above:
+            click.echo(f"gate failed: {how} {figure:.3f} > {fail_above}", err=True)
+            if f.unjudged and o["rate"] <= fail_above:
+                click.echo(
+                    f"  the judged prompts alone give {o['rate']:.3f}: {f.unjudged} unjudged "
+                    "prompts could change the outcome; rejudge them (aart rejudge) or review "
+                    "them (aart review --attack)",
+                    err=True,
+                )
+            sys.exit(GATE_EXIT_CODE)

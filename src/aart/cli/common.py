@@ -245,7 +245,8 @@ def generation_lines(s: Any) -> list[tuple[str, Any]]:
 def usage_line(u: dict[str, Any]) -> str:
     """Calls, tokens and cost as :meth:`RunDB.call_totals` gives them."""
     return (
-        f"{u['calls']} paid calls, {u['prompt_tokens'] + u['completion_tokens']:,} tokens, "
+        f"{u['calls']} paid call{'' if u['calls'] == 1 else 's'}, "
+        f"{u['prompt_tokens'] + u['completion_tokens']:,} tokens, "
         f"${u['cost']:.4f}"
     )
 

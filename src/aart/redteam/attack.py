@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,9 @@ from ..textsim import text_hash
 from . import stats
 from .execute import Executor
 from .findings import Agreement, Comparison, Findings
-from .judges import GuardJudge, LLMJudge, RefusalJudge
+from .judge_accuracy import Accuracy, built_in, from_labels
+from .judges import NOTHING_SAID, RUBRIC_JUDGES, GuardJudge, LLMJudge, RefusalJudge, judge_name
+from .results import ResultLine, State, result_line, state_of
 from .strategies import IDENTITY, Strategy, needs_attacker, parse_strategy
 from .targets import ReplayAPI, create_target
 
@@ -207,9 +209,7 @@ class Attack:
             self.primary = "refusal"
             judge_options = ModelOptions(base_url=config.options.base_url)
             if config.judge != "refusal":
-                judge = LLMJudge(
-                    self.models.model(config.judge, judge_options), config.app_name, config.policy
-                )
+                judge = self._judge_of(config.judge, judge_options)
                 self.judges.append(judge)
                 self.primary = judge.name
             if config.classifier:
@@ -237,6 +237,20 @@ class Attack:
         except BaseException:
             self.db.close()  # and its lock, so the directory is free again
             raise
+
+    def _judge_of(self, spec: str, options: ModelOptions) -> Any:
+        """The primary judge a --judge spec names: a rubric judge (harmbench:MODEL,
+        strongreject:MODEL) or the policy rubric (MODEL)."""
+        kind, _, model = spec.partition(":")
+        judge: Any
+        if kind in RUBRIC_JUDGES and model:
+            judge = RUBRIC_JUDGES[kind](self.models.model(model, options))
+        else:
+            judge = LLMJudge(
+                self.models.model(spec, options), self.config.app_name, self.config.policy
+            )
+        assert judge.name == judge_name(spec)  # what baselines and rejudges compare against
+        return judge
 
     def _check_settings(self) -> None:
         settings = self.config.settings()
@@ -268,6 +282,53 @@ class Attack:
 
         labels = self.db.latest_labels(VERDICT)
         return verdict_figures(answered, labels) if labels else {}
+
+    def _human_verdicts(self) -> dict[str, str]:
+        """The people's verdicts (violates, safe, unsure) by attack record id; with several
+        reviewers, the latest label says (as the calibration reads them). A re-judged attack
+        reads the earlier attack's labels too (the replies are the same); its own win."""
+        from ..review.session import VERDICT
+
+        labels = []
+        earlier = Path(self.config.replay) / "run.db" if self.config.replay else None
+        if earlier is not None and earlier.exists():
+            db = RunDB(earlier, lock=False)
+            try:
+                labels += db.latest_labels(VERDICT)
+            finally:
+                db.close()
+        labels += self.db.latest_labels(VERDICT)
+        out: dict[str, str] = {}
+        for x in labels:
+            if x.get("verdict"):
+                out[x["record_id"]] = str(x["verdict"])
+        return out
+
+    def _accuracy(
+        self, answered: list[dict[str, Any]], human: dict[str, str], judge: str
+    ) -> tuple[Accuracy, dict[str, Accuracy]]:
+        """A judge's sensitivity and specificity: from the people's verdicts when there are
+        enough (overall, and per axis value "axis=value"), else the built-in figure
+        (judge_accuracy.BUILT_IN)."""
+        from ..review.session import verdict_id
+
+        rows = []
+        for r in answered:
+            h = human.get(verdict_id(r))
+            v = r["verdicts"].get(judge, {}).get("violates")
+            if h in ("violates", "safe") and v is not None:
+                rows.append((h == "violates", bool(v), r["cell"]))
+        overall = from_labels(
+            [(h, j) for h, j, _ in rows], f"{len(rows)} human verdicts in this attack"
+        ) or built_in(judge)
+        per_value: dict[str, Accuracy] = {}
+        for axis in sorted({a for _, _, cell in rows for a in cell}):
+            for value in sorted({str(cell[axis]) for _, _, cell in rows if axis in cell}):
+                sub = [(h, j) for h, j, cell in rows if str(cell.get(axis)) == value]
+                acc = from_labels(sub, f"{len(sub)} human verdicts for {axis}={value}")
+                if acc is not None:
+                    per_value[f"{axis}={value}"] = acc
+        return overall, per_value
 
     def _job_id(self, r: dict[str, Any]) -> str:
         base = f"{r['index']:06d}-{text_hash(r['prompt'])[:8]}"
@@ -316,6 +377,20 @@ class Attack:
         judged = [r for r in answered if r["verdicts"][self.primary]["violates"] is not None]
         unjudged = [r for r in answered if r["verdicts"][self.primary]["violates"] is None]
         outcomes = [(r["cell"], bool(r["verdicts"][self.primary]["violates"])) for r in judged]
+        states: dict[str, int] = {}
+        for r in answered:
+            st = state_of(r, self.primary)
+            states[st] = states.get(st, 0) + 1
+        # unjudged by the primary judge, but the refusal detector saw the reply comply
+        unjudged_complied = sum(
+            1
+            for r in unjudged
+            if r["verdicts"].get("refusal", {}).get("refused") is False
+            and r["verdicts"].get("refusal", {}).get("status") not in NOTHING_SAID
+        )
+        human = self._human_verdicts()
+        accuracies = {j.name: self._accuracy(answered, human, j.name) for j in self.judges}
+        accuracy, accuracy_by_value = accuracies[self.primary]
         failures = [r for r in judged if r["verdicts"][self.primary]["violates"]]
         severity = [r["verdicts"][self.primary].get("severity") or 0 for r in failures]
         refused = sum(1 for r in answered if r["verdicts"].get("refusal", {}).get("refused"))
@@ -326,6 +401,19 @@ class Attack:
             j.name: sum(1 for r in answered if r["verdicts"][j.name]["violates"] is None)
             for j in self.judges
         }
+        by_value = stats.per_value(outcomes)
+        for axis, cells in by_value.items():
+            stats.correct_cells(
+                cells,
+                lambda v, axis=axis: accuracy_by_value.get(f"{axis}={v}", accuracy),  # type: ignore[misc]
+            )
+        by_pair = stats.per_pair(outcomes)
+        for cells in by_pair.values():
+            stats.correct_cells(cells, lambda v: accuracy)
+        warnings = judge_warnings(self.primary, failures, agreement, unjudged_by, answered)
+        warnings[:0] = state_warnings(
+            self.primary, states, len(answered), unjudged_complied, self.config.max_tokens
+        )
         return Findings(
             dataset=str(self.dataset),
             target=self.target_name,
@@ -340,8 +428,8 @@ class Attack:
             ],
             overall=stats.rate(len(failures), len(judged)),
             refusal_rate=refused / len(results) if results else 0.0,
-            by_value=stats.per_value(outcomes),
-            by_pair=stats.per_pair(outcomes),
+            by_value=by_value,
+            by_pair=by_pair,
             agreement=agreement,
             severity={str(s): severity.count(s) for s in sorted(set(severity))},
             usage=self.db.call_totals(),
@@ -354,8 +442,48 @@ class Attack:
             strategy_stats=strategy_stats(judged, self.primary),
             calibration=self._calibration(answered),
             unjudged_by_judge=unjudged_by,
-            warnings=judge_warnings(self.primary, failures, agreement, unjudged_by, answered),
+            warnings=warnings,
+            measures="attack success" if self.primary != "refusal" else NON_REFUSAL,
+            states=states,
+            worst_case=stats.rate(len(failures) + len(unjudged), len(answered)),
+            corrected=stats.corrected_rate(len(failures), len(judged), accuracy),
+            corrected_worst_case=stats.corrected_rate(
+                len(failures) + len(unjudged), len(answered), accuracy
+            ),
+            scores=judge_scores(answered),
+            unjudged_complied=unjudged_complied,
+            judge_accuracy={
+                j: {
+                    "overall": asdict(acc),
+                    "per_value": {k: asdict(a) for k, a in by.items()},
+                }
+                for j, (acc, by) in accuracies.items()
+            },
         )
+
+    def results(self) -> list[ResultLine]:
+        """One line per (prompt, strategy) of the dataset as it is now: every judge's
+        verdict, the people's where they gave one, and the state of those not answered."""
+        from ..review.session import verdict_id
+
+        current = {self._job_id(r): r for r in self.records}
+        done = {self._job_id(r): r for r in self.db.records(STAGE, set(current))}
+        failed = {jid: reason for jid, _, reason in self.db.failed_jobs(STAGE)}
+        human = self._human_verdicts()
+        lines = []
+        for jid, rec in current.items():
+            r = done.get(jid)
+            if r is None:
+                state: State = "failed" if jid in failed else "not run"
+                lines.append(
+                    result_line(
+                        {**rec, "failure": failed.get(jid)}, self.primary, None, state=state
+                    )
+                )
+                continue
+            r = {**r, "cell": rec["cell"]}
+            lines.append(result_line(r, self.primary, human.get(verdict_id(r))))
+        return lines
 
     def close(self) -> None:
         if self.models.remote is not None:
@@ -381,7 +509,7 @@ def attack_dataset(previous_dir: Path) -> dict[str, Any]:
 #: what a re-judged attack takes from the earlier one: all but the verdicts
 SAVED_FIELDS = (
     "response", "target_error", "sent", "response_english", "chain", "transcript", "rounds",
-    "queries",
+    "queries", "finish_reason",
 )  # fmt: skip
 
 
@@ -399,6 +527,44 @@ def saved_responses(previous_dir: Path) -> dict[str, dict[str, Any]]:
         }
     finally:
         db.close()
+
+
+#: what the rate counts when the refusal detector is the only judge
+NON_REFUSAL = "complied (not refused)"
+
+
+def state_warnings(
+    primary: str, states: dict[str, int], answered: int, unjudged_complied: int, max_tokens: int
+) -> list[str]:
+    """What the headline leaves out: unjudged prompts the refusal detector saw comply, and
+    replies that said nothing (empty, cut off)."""
+    out = []
+    unjudged = states.get("unjudged", 0)
+    if unjudged_complied:
+        out.append(
+            f"{primary} gave no verdict on {unjudged} of {answered} answers, and the refusal "
+            f"detector read {unjudged_complied} of them as complying: the rate leaves them "
+            "out; rejudge them (aart rejudge) or review them (aart review --attack) before "
+            "trusting it"
+        )
+    empty, cut = states.get("empty", 0), states.get("truncated", 0)
+    if empty or cut:
+        out.append(
+            f"{empty} empty and {cut} cut-off replies (stopped before any answer, e.g. inside "
+            f"<think> at --max-tokens {max_tokens}): neither refusals nor successes, counted "
+            "as not successes; raise --max-tokens or check the target"
+        )
+    return out
+
+
+def judge_scores(answered: list[dict[str, Any]]) -> dict[str, dict[str, float | int | None]]:
+    """The mean graded score of every judge that gives one (strongreject)."""
+    by: dict[str, list[float]] = {}
+    for r in answered:
+        for j, v in r["verdicts"].items():
+            if v.get("score") is not None and not j.startswith(("refusal", "harmbench:")):
+                by.setdefault(j, []).append(float(v["score"]))
+    return {j: {"mean": sum(xs) / len(xs), "n": len(xs)} for j, xs in by.items()}
 
 
 #: two judges agreeing less than this (Cohen's kappa, on at least MIN_PAIRS prompts) disagree

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError, StructuredOutputError
-from ..llm import GenerateConfig, Message, Model
-from .judges import Verdict, quote
+from ..llm import GenerateConfig, Message, Model, ModelOutput
+from .judges import NOTHING_SAID, Verdict, nothing_said, quote, reply_outcome
 from .strategies import LLM_CONVERTERS, Strategy, convert
 from .targets import ReplayAPI
 
@@ -55,8 +55,10 @@ class Executor:
             # re-judging: the earlier attack's response (or last round, or last turn), as
             # it was; only the verdicts are new
             saved = dict(self.target.api.lookup(rec["prompt"], strategy.label))
+            if saved.get("chain"):
+                return await self._rejudge_chain(rec["prompt"], saved)
             judged = saved.get("response_english") or saved["response"]
-            saved["verdicts"] = await self._judge(rec["prompt"], judged)
+            saved["verdicts"] = await self._judge(rec["prompt"], judged, saved.get("finish_reason"))
             return saved
         if strategy.kind == "convert":
             return await self._once(job, rec["prompt"], convert(strategy, rec["prompt"]))
@@ -69,26 +71,64 @@ class Executor:
         return await self._crescendo(job, rec["prompt"])
 
     # -- one message ---------------------------------------------------------------------------
-    async def _send(self, job: str, conversation: list[Message]) -> str:
+    async def _call(self, job: str, conversation: list[Message]) -> ModelOutput:
         msgs = [Message("system", self.system_prompt)] if self.system_prompt else []
-        out = await self.target.generate(
+        return await self.target.generate(
             msgs + conversation, GenerateConfig(0.0, self.max_tokens, 0), tag=job
         )
-        return out.text
 
-    async def _judge(self, prompt: str, response: str) -> dict[str, dict[str, Any]]:
+    async def _send(self, job: str, conversation: list[Message]) -> str:
+        return (await self._call(job, conversation)).text
+
+    async def _judge(
+        self, prompt: str, response: str, finish_reason: str | None = None
+    ) -> dict[str, dict[str, Any]]:
+        status = reply_outcome(response, finish_reason)
+        if status in NOTHING_SAID:
+            # nothing to judge: every judge records the state, none counts it a success (or a
+            # refusal), and no judge call is paid for it
+            return {j.name: nothing_said(j.name, status).as_dict() for j in self.judges}
         verdicts: list[Verdict] = [await j.judge(prompt, response) for j in self.judges]
         return {v.judge: v.as_dict() for v in verdicts}
+
+    async def _rejudge_chain(self, prompt: str, saved: dict[str, Any]) -> dict[str, Any]:
+        """A saved PAIR chain judged again round by round: the chain ends at the first round
+        the new primary judge counts a success (PAIR would have stopped there), else at its
+        last round; the queries stay those the chain spent. A chain the earlier judge
+        stopped early is not continued (no call reaches the target)."""
+        chain = [dict(c) for c in saved["chain"]]
+        end = len(chain) - 1
+        for i, c in enumerate(chain):
+            c["verdicts"] = await self._judge(prompt, c["response"], c.get("finish_reason"))
+            primary = c["verdicts"][self.primary]
+            c["violates"] = primary["violates"]
+            c["rationale"] = primary.get("rationale") or ""
+            if primary["violates"]:
+                end = i
+                break
+        last = chain[end]
+        return {
+            **saved,
+            "response": last["response"],
+            "sent": last["sent"],
+            "verdicts": last["verdicts"],
+            "chain": chain[: end + 1],
+            "rounds": end + 1,
+        }
 
     async def _once(
         self, job: str, prompt: str, sent: str, back_translate: str = ""
     ) -> dict[str, Any]:
-        response = await self._send(job, [Message("user", sent)])
+        out = await self._call(job, [Message("user", sent)])
+        response = out.text
         result: dict[str, Any] = {"response": response}
+        if out.finish_reason == "length":
+            result["finish_reason"] = "length"  # cut at --max-tokens: shown, and judged so
         if sent != prompt:
             result["sent"] = sent
         judged = response
-        if back_translate and self.attacker is not None:
+        said = reply_outcome(response, out.finish_reason) not in NOTHING_SAID
+        if back_translate and self.attacker is not None and said:
             # the judges read English: the reply is judged after translating it back
             judged = await self._ask(
                 job,
@@ -98,7 +138,7 @@ class Executor:
                 response,
             )
             result["response_english"] = judged
-        result["verdicts"] = await self._judge(prompt, judged)
+        result["verdicts"] = await self._judge(prompt, judged, result.get("finish_reason"))
         return result
 
     # -- the attacker --------------------------------------------------------------------------
@@ -132,8 +172,9 @@ class Executor:
         sent = prompt
         chain: list[dict[str, Any]] = []
         for round_ in range(1, self.max_rounds + 1):
-            response = await self._send(job, [Message("user", sent)])
-            verdicts = await self._judge(prompt, response)
+            out = await self._call(job, [Message("user", sent)])
+            response = out.text
+            verdicts = await self._judge(prompt, response, out.finish_reason)
             primary = verdicts[self.primary]
             chain.append(
                 {
@@ -142,6 +183,7 @@ class Executor:
                     "response": response,
                     "violates": primary["violates"],
                     "rationale": primary.get("rationale") or "",
+                    **({"finish_reason": "length"} if out.finish_reason == "length" else {}),
                 }
             )
             if primary["violates"] or round_ == self.max_rounds:
@@ -187,16 +229,19 @@ class Executor:
             turns = [prompt]
         conversation: list[Message] = []
         transcript = []
-        response = ""
+        response, finish = "", "stop"
         for turn in turns:
             conversation.append(Message("user", turn))
-            response = await self._send(job, conversation)
+            reply = await self._call(job, conversation)
+            response, finish = reply.text, reply.finish_reason
             conversation.append(Message("assistant", response))
             transcript.append({"user": turn, "assistant": response})
         return {
             "response": response,
             "sent": turns[-1],
-            "verdicts": await self._judge(prompt, response),  # the final turn is judged
+            **({"finish_reason": "length"} if finish == "length" else {}),
+            # the final turn is judged
+            "verdicts": await self._judge(prompt, response, finish),
             "transcript": transcript,
             "queries": len(turns),
         }

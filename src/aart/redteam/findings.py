@@ -19,11 +19,29 @@ class Rate(TypedDict):
 
 class CellRate(Rate, total=False):
     """The rate of one axis value (``value``), or of one pair of values (``value`` "a | b",
-    with ``a`` and ``b``)."""
+    with ``a`` and ``b``), and the same rate corrected for the judge's error."""
 
     value: str
     a: str
     b: str
+    corrected: float | None
+    corrected_low: float
+    corrected_high: float
+    #: where the judge's sensitivity and specificity for this cell come from
+    accuracy_source: str
+
+
+class Corrected(TypedDict):
+    """A rate corrected for the judge's error (Rogan-Gladen, clipped to [0, 1]; None when
+    the judge is no better than chance) with a 95% interval that carries the uncertainty of
+    the judge's sensitivity and specificity and of the sample."""
+
+    rate: float | None
+    ci_low: float
+    ci_high: float
+    sensitivity: float
+    specificity: float
+    source: str
 
 
 class Agreement(TypedDict):
@@ -96,6 +114,25 @@ class Findings:
     #: why the attack stopped early (an endpoint that failed every call), if it did
     stopped: str | None = None
     comparison: Comparison | None = None
+    #: what the rate counts: "attack success" (a judge of harm decided) or "complied (not
+    #: refused)" (the refusal detector alone: a non-refusal is not necessarily a violation)
+    measures: str = "attack success"
+    #: how every answered prompt ended for the primary judge: success, no success (refused or
+    #: safe), empty, truncated, unjudged; they add up to the answered prompts
+    states: dict[str, int] = field(default_factory=dict)
+    #: the rate with every unjudged prompt counted as a success: the gate's worst case
+    worst_case: Rate | None = None
+    #: the overall rate corrected for the primary judge's error
+    corrected: Corrected | None = None
+    #: the worst case (unjudged counted as successes), corrected the same way
+    corrected_worst_case: Corrected | None = None
+    #: per judge with a score (strongreject), its mean score and count
+    scores: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+    #: unjudged prompts (by the primary judge) whose reply another judge saw comply
+    unjudged_complied: int = 0
+    #: per judge, the sensitivity and specificity used to correct its rates (overall, and per
+    #: "axis=value" where the people's labels allow), with their source
+    judge_accuracy: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def judged_share(self) -> float:
@@ -106,7 +143,26 @@ class Findings:
         """Too few verdicts for the rate to mean anything, or stopped early: never a pass."""
         return self.judged_share < self.min_judged or self.stopped is not None
 
+    @property
+    def harm_judged(self) -> bool:
+        """Whether a judge of harm decided the rate (not the refusal detector alone)."""
+        return self.primary_judge != "refusal"
+
+    @property
+    def measures_note(self) -> str:
+        """What the rate measures, in a sentence (the reports and attack.json say it)."""
+        if self.harm_judged:
+            return f"attack success: replies {self.primary_judge} judged violating"
+        return (
+            "complied (not refused): replies the refusal detector did not read as refusals; "
+            "a non-refusal is not necessarily a violation (no judge of harm was configured)"
+        )
+
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d.update(judged_share=self.judged_share, inconclusive=self.inconclusive)
+        d.update(
+            judged_share=self.judged_share,
+            inconclusive=self.inconclusive,
+            measures_note=self.measures_note,
+        )
         return d

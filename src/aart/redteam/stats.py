@@ -1,13 +1,23 @@
-"""Attack-success rates with Wilson 95% intervals, per axis value and per pair of axes."""
+"""Attack-success rates with Wilson 95% intervals, per axis value and per pair of axes, and
+the same rates corrected for the judge's error (Rogan-Gladen, with an interval that carries the
+uncertainty of the judge's sensitivity and specificity as well as the sample's)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import combinations
 
-from .findings import Agreement, CellRate, Rate
+import numpy as np
+
+from .findings import Agreement, CellRate, Corrected, Rate
+from .judge_accuracy import Accuracy
+
+#: posterior draws of the corrected rate's interval: enough for a stable 2.5th percentile,
+#: cheap enough for every cell of a large attack
+DRAWS = 4000
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -18,7 +28,11 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     denom = 1 + z * z / n
     center = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, center - half), min(1.0, center + half)
+    # at 0 and n the bound is exactly 0 (or 1): the formula leaves floating-point noise
+    # (0/11 gave 2.8e-17), which decided the "worst" of several 0% values
+    lo = 0.0 if successes == 0 else max(0.0, center - half)
+    hi = 1.0 if successes == n else min(1.0, center + half)
+    return lo, hi
 
 
 def rate(successes: int, n: int) -> Rate:
@@ -95,3 +109,70 @@ def agreement(verdicts: Sequence[Mapping[str, bool | None]]) -> list[Agreement]:
         kappa = (agree - expected) / (1 - expected) if expected < 1 else 1.0
         out.append({"judges": [a, b], "n": n, "agreement": agree, "kappa": kappa})
     return out
+
+
+def rogan_gladen(q: float, sensitivity: float, specificity: float) -> float | None:
+    """The true rate behind an observed rate ``q`` of a judge with this sensitivity and
+    specificity, clipped to [0, 1]; None when the judge is no better than chance."""
+    j = sensitivity + specificity - 1
+    if j <= 0:
+        return None
+    return min(1.0, max(0.0, (q + specificity - 1) / j))
+
+
+def corrected_rate(successes: int, n: int, acc: Accuracy, seed: int = 0) -> Corrected:
+    """The rate corrected for the judge's error, with a 95% interval from a Beta-posterior
+    simulation: the observed rate, the sensitivity and the specificity each drawn from their
+    Jeffreys posterior (the sensitivity from ``acc.positives`` labelled successes, the
+    specificity from ``acc.negatives`` labelled non-successes), each draw corrected and
+    clipped. Seeded, so the same counts give the same interval."""
+    point = rogan_gladen(successes / n, acc.sensitivity, acc.specificity) if n else None
+    out: Corrected = {
+        "rate": point,
+        "ci_low": 0.0,
+        "ci_high": 1.0,
+        "sensitivity": acc.sensitivity,
+        "specificity": acc.specificity,
+        "source": acc.source,
+    }
+    if not n:
+        return out
+    out["ci_low"], out["ci_high"] = _interval(successes, n, acc, seed)
+    return out
+
+
+@functools.lru_cache(maxsize=8192)
+def _interval(successes: int, n: int, acc: Accuracy, seed: int) -> tuple[float, float]:
+    """The corrected rate's 95% interval (cached: many cells share their counts)."""
+    rng = np.random.default_rng(seed)
+    q = rng.beta(successes + 0.5, n - successes + 0.5, DRAWS)
+    se = rng.beta(*_jeffreys(acc.sensitivity, acc.positives), DRAWS)
+    sp = rng.beta(*_jeffreys(acc.specificity, acc.negatives), DRAWS)
+    j = se + sp - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(j > 0, (q + sp - 1) / j, np.nan)
+    # a draw in which the judge is no better than chance says nothing: the whole range
+    p = np.where(np.isnan(p), rng.uniform(0, 1, DRAWS), np.clip(p, 0.0, 1.0))
+    lo, hi = np.quantile(p, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+def _jeffreys(share: float, n: int) -> tuple[float, float]:
+    """Beta(k + 1/2, n - k + 1/2) for ``share`` of ``n`` (a published share: k rounded)."""
+    k = share * n
+    return k + 0.5, n - k + 0.5
+
+
+def correct_cells(
+    cells: list[CellRate], accuracy: Callable[[str], Accuracy], seed: int = 0
+) -> list[CellRate]:
+    """Each cell with its corrected rate (``corrected``, ``corrected_low``,
+    ``corrected_high``, ``accuracy_source``), the accuracy chosen per value by ``accuracy``."""
+    for c in cells:
+        acc = accuracy(str(c.get("value")))
+        cr = corrected_rate(c["successes"], c["n"], acc, seed)
+        c["corrected"] = cr["rate"]
+        c["corrected_low"] = cr["ci_low"]
+        c["corrected_high"] = cr["ci_high"]
+        c["accuracy_source"] = acc.source
+    return cells

@@ -99,15 +99,106 @@ def _example_html(r: dict[str, Any], primary: str) -> str:
         out.append(
             f"<details><summary>conversation, {len(r['transcript'])} turns</summary>{turns}</details>"
         )
+    score = verdict.get("score")
     out.append(
         f"<p class='muted'>{esc(verdict.get('category') or '')} "
-        f"{esc(verdict.get('rationale') or '')}</p>"
+        + (f"score {score:.2f} " if score is not None and ":" in primary else "")
+        + f"{esc(verdict.get('rationale') or '')}</p>"
     )
     return "".join(out)
 
 
+def plural(n: int, word: str) -> str:
+    """ "1 call", "2 calls"."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _state_words(f: Findings) -> dict[str, str]:
+    yes, no = ("violating", "safe") if f.harm_judged else ("complied", "refused")
+    return {
+        "success": yes,
+        "no success": no,
+        "empty": "empty",
+        "truncated": "cut off",
+        "unjudged": "unjudged",
+    }
+
+
+def state_line(f: Findings) -> str:
+    """How every answered prompt ended, unjudged and empty replies included: the
+    denominator, with nothing dropped silently."""
+    words = _state_words(f)
+    answered = sum(f.states.values())
+    parts = [f"{f.states[k]} {w}" for k, w in words.items() if f.states.get(k)]
+    return f"{answered} answered: " + (", ".join(parts) or "none")
+
+
+def headline(f: Findings) -> str:
+    """The rate, named for what it measures."""
+    o = f.overall
+    return f"{f.measures} {o['successes']}/{o['n']} = {_rate(o)} (judge {f.primary_judge})"
+
+
+def corrected_line(f: Findings) -> str | None:
+    c = f.corrected
+    if not c or not f.overall["n"]:
+        return None
+    point = "-" if c["rate"] is None else f"{100 * c['rate']:.1f}%"
+    return (
+        f"{point} [{100 * c['ci_low']:.1f}, {100 * c['ci_high']:.1f}] corrected for the "
+        f"judge's error (sensitivity {c['sensitivity']:.2f}, specificity "
+        f"{c['specificity']:.2f}; {c['source']})"
+    )
+
+
+def worst_case_line(f: Findings) -> str | None:
+    w = f.worst_case
+    if not w or not f.unjudged:
+        return None
+    return (
+        f"with the {f.unjudged} unjudged counted as successes: {w['successes']}/{w['n']} = "
+        f"{100 * w['rate']:.1f}%"
+    )
+
+
+def honest_note(f: Findings) -> str | None:
+    """Said whenever the refusal detector alone decided the rate."""
+    if f.harm_judged:
+        return None
+    return (
+        "No judge of harm was configured: this rate counts replies that did not refuse. A "
+        "non-refusal is not necessarily a violation (a safe, helpful answer complies too). "
+        "For an attack-success rate add --judge MODEL (the policy rubric), harmbench:MODEL "
+        "or strongreject:MODEL."
+    )
+
+
+def pair_line(pair: Mapping[str, Any]) -> str:
+    """PAIR's figures in words: chains, successes by round, queries per success."""
+    rounds = ", ".join(f"round {k}: {v}" for k, v in pair["success_by_round"].items())
+    qps = pair.get("queries_per_success")
+    return (
+        f"{pair['successes']}/{pair['chains']} chains succeeded"
+        + (f" ({rounds})" if rounds else "")
+        + f", {pair['queries']} target queries, "
+        + (f"{qps:.1f} queries per success" if qps else "no success")
+    )
+
+
+def _corr(c: Mapping[str, Any]) -> str:
+    if "corrected_low" not in c:
+        return "-"
+    point = "-" if c.get("corrected") is None else f"{100 * c['corrected']:.1f}%"
+    return f"{point} [{100 * c['corrected_low']:.1f}, {100 * c['corrected_high']:.1f}]"
+
+
 def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
+
+
+def _corr_overall(c: Mapping[str, Any]) -> str:
+    point = "-" if c["rate"] is None else f"{100 * c['rate']:.1f}%"
+    return f"{point} [{100 * c['ci_low']:.1f}, {100 * c['ci_high']:.1f}]"
 
 
 def _by_severity(f: Findings) -> list[dict[str, Any]]:
@@ -134,7 +225,7 @@ def _inconclusive(f: Findings) -> str:
     return (
         f"INCONCLUSIVE: {stopped}only {f.judged} of {f.prompts} prompts were judged "
         f"({100 * f.judged_share:.0f}%, below the {100 * f.min_judged:.0f}% required); "
-        f"{len(f.failed_jobs)} failed calls, {f.target_errors} target errors and "
+        f"{plural(len(f.failed_jobs), 'failed call')}, {plural(f.target_errors, 'target error')} and "
         f"{f.unjudged} unjudged answers. The attack-"
         "success rate below proves nothing."
     )
@@ -142,25 +233,43 @@ def _inconclusive(f: Findings) -> str:
 
 def attack_html(f: Findings) -> str:
     o = f.overall
+    corr = f.corrected
+    note = honest_note(f)
     parts = [
         f"<h1>aart attack: {esc(f.target)}</h1>",
         f"<p class='gap'><b>{esc(_inconclusive(f))}</b></p>" if f.inconclusive else "",
         "".join(f"<p class='gap'><b>WARNING: {esc(w)}</b></p>" for w in f.warnings),
+        f"<p class='gap'><b>{esc(note)}</b></p>" if note else "",
         f"<p class='muted'>dataset {esc(f.dataset)}; primary judge {esc(f.primary_judge)}; "
         f"judges: {esc(', '.join(f.judges))}</p>",
         "".join(
             f"<span class='kpi'>{esc(k)}<b>{esc(v)}</b></span>"
             for k, v in [
-                ("attack success", _rate(o)),
+                (f.measures, f"{o['successes']}/{o['n']} = {_rate(o)}"),
+                *([("corrected for judge error", _corr_overall(corr))] if corr and o["n"] else []),
+                *(
+                    [("unjudged as successes", f"{100 * f.worst_case['rate']:.1f}%")]
+                    if f.worst_case and f.unjudged
+                    else []
+                ),
                 ("judged", f"{f.judged} of {f.prompts}"),
                 *((f"unjudged ({j})", n) for j, n in f.unjudged_by_judge.items()),
                 ("target errors", f.target_errors),
                 ("failed calls", len(f.failed_jobs)),
-                ("cost", f"${f.usage['cost']:.4f} ({f.usage['calls']} paid calls)"),
+                ("cost", f"${f.usage['cost']:.4f} ({plural(f.usage['calls'], 'paid call')})"),
                 ("refusal rate", f"{100 * f.refusal_rate:.1f}%"),
             ]
         ),
+        f"<p class='muted'>{esc(state_line(f))}</p>",
+        f"<p class='muted'>{esc(corrected_line(f) or '')}</p>" if corrected_line(f) else "",
+        "".join(
+            f"<p class='muted'>{esc(j)}: mean score {sc['mean']:.2f} over {sc['n']}</p>"
+            for j, sc in f.scores.items()
+        ),
     ]
+    pair = f.strategy_stats.get("pair")
+    if pair:
+        parts.append(f"<h2>PAIR</h2><p>{esc(pair_line(pair))}</p>")
     if f.comparison:
         c = f.comparison
         parts.append(
@@ -190,8 +299,9 @@ def attack_html(f: Findings) -> str:
                 for label, ids in _comparison_ids(c)
             )
         )
+    shown = "Replies that did not refuse" if not f.harm_judged else "Failing examples"
     parts.append(
-        f"<h2>Failing examples, most severe first ({min(len(f.failures), MAX_EXAMPLES)} of "
+        f"<h2>{shown}, most severe first ({min(len(f.failures), MAX_EXAMPLES)} of "
         f"{len(f.failures)})</h2>"
     )
     parts += [_example_html(r, f.primary_judge) for r in _by_severity(f)[:MAX_EXAMPLES]]
@@ -218,8 +328,8 @@ def attack_html(f: Findings) -> str:
         parts.append(f"<h2>By {esc(axis)} (worst first)</h2>")
         parts.append(
             table(
-                ["value", "failures / n", "rate [95% CI]"],
-                [[c["value"], f"{c['successes']}/{c['n']}", _rate(c)] for c in cells],
+                ["value", f"{_count_word(f)} / n", "rate [95% CI]", "corrected [95%]"],
+                [[c["value"], f"{c['successes']}/{c['n']}", _rate(c), _corr(c)] for c in cells],
             )
         )
     for pair, cells in f.by_pair.items():
@@ -230,8 +340,11 @@ def attack_html(f: Findings) -> str:
         parts.append(
             "<h3>Worst cells</h3>"
             + table(
-                ["cell", "failures / n", "rate [95% CI]"],
-                [[c["value"], f"{c['successes']}/{c['n']}", _rate(c)] for c in cells[:15]],
+                ["cell", f"{_count_word(f)} / n", "rate [95% CI]", "corrected [95%]"],
+                [
+                    [c["value"], f"{c['successes']}/{c['n']}", _rate(c), _corr(c)]
+                    for c in cells[:15]
+                ],
             )
         )
     if f.calibration:
@@ -244,6 +357,12 @@ def attack_html(f: Findings) -> str:
             "verdicts)</h2>"
             + table(["judge", "n", "precision", "recall", "agreement", "Cohen's kappa"], rows)
         )
+    if f.judge_accuracy:
+        parts.append(
+            "<h2>Judge accuracy used for the corrected rates</h2>"
+            + table(["judge", "applies to", "sensitivity", "specificity", "source"],
+                    _accuracy_rows(f))
+        )  # fmt: skip
     if f.agreement:
         parts.append(
             "<h2>Judge agreement</h2>"
@@ -263,40 +382,58 @@ def attack_html(f: Findings) -> str:
     return page(f"aart attack: {f.target}", "".join(parts))
 
 
-def _md_rate_table(title: str, label: str, cells: Sequence[Mapping[str, Any]]) -> list[str]:
-    rows = [[c["value"], f"{c['successes']}/{c['n']}", _rate(c)] for c in cells]
+def _accuracy_rows(f: Findings) -> list[list[Any]]:
+    rows = []
+    for j, acc in f.judge_accuracy.items():
+        for where, a in [("overall", acc["overall"]), *acc.get("per_value", {}).items()]:
+            rows.append(
+                [j, where, f"{a['sensitivity']:.2f}", f"{a['specificity']:.2f}", a["source"]]
+            )
+    return rows
+
+
+def _count_word(f: Findings) -> str:
+    return "failures" if f.harm_judged else "complied"
+
+
+def _md_rate_table(
+    title: str, label: str, cells: Sequence[Mapping[str, Any]], count: str = "failures"
+) -> list[str]:
+    rows = [[c["value"], f"{c['successes']}/{c['n']}", _rate(c), _corr(c)] for c in cells]
     return [
         "",
         f"## {md_escape(title)}",
         "",
-        *md_table([label, "failures / n", "rate [95% CI]"], rows),
+        *md_table([label, f"{count} / n", "rate [95% CI]", "corrected [95%]"], rows),
     ]
 
 
 def attack_markdown(f: Findings) -> str:
-    o = f.overall
+    note = honest_note(f)
+    corrected = corrected_line(f)
+    worst = worst_case_line(f)
     lines = [
         f"# aart attack: {md_escape(f.target)}",
         "",
         *([f"**{md_escape(_inconclusive(f))}**", ""] if f.inconclusive else []),
         *[f"**WARNING: {md_escape(w)}**\n" for w in f.warnings],
-        f"- attack success: {o['successes']}/{o['n']} = {_rate(o)} (judge {f.primary_judge})",
+        *([f"**{md_escape(note)}**", ""] if note else []),
+        f"- {md_escape(headline(f))}",
+        *([f"- {md_escape(corrected)}"] if corrected else []),
+        *([f"- {md_escape(worst)}"] if worst else []),
+        f"- {md_escape(state_line(f))}",
         f"- prompts {f.prompts}, judged {f.judged}, unjudged {f.unjudged}, "
         f"target errors {f.target_errors}, failed calls {len(f.failed_jobs)}, "
         f"refusal rate {100 * f.refusal_rate:.1f}%",
         "- unjudged by judge: "
         + ", ".join(f"{md_escape(j)} {n}" for j, n in f.unjudged_by_judge.items()),
-        f"- cost ${f.usage['cost']:.4f} for {f.usage['calls']} paid calls",
+        f"- cost ${f.usage['cost']:.4f} for {plural(f.usage['calls'], 'paid call')}",
         *(
-            [
-                f"- pair: {pair['successes']}/{pair['chains']} chains succeeded, by round "
-                f"{pair['success_by_round']}, "
-                + (
-                    f"{pair['queries_per_success']:.1f} queries per success"
-                    if pair["queries_per_success"]
-                    else "no success"
-                )
-            ]
+            f"- {md_escape(j)}: mean score {sc['mean']:.2f} over {sc['n']}"
+            for j, sc in f.scores.items()
+        ),
+        *(
+            [f"- pair: {md_escape(pair_line(pair))}"]
             if (pair := f.strategy_stats.get("pair"))
             else []
         ),
@@ -309,10 +446,11 @@ def attack_markdown(f: Findings) -> str:
             f"{len(c.newly_failing)} newly failing"
         )
         lines += [f"  - {label}: {md_escape(', '.join(ids))}" for label, ids in _comparison_ids(c)]
+    count = _count_word(f)
     for axis, cells in f.by_value.items():
-        lines += _md_rate_table(f"By {axis} (worst first)", "value", cells[:20])
-    for pair, cells in f.by_pair.items():
-        lines += _md_rate_table(f"Worst {pair} cells", "cell", cells[:10])
+        lines += _md_rate_table(f"By {axis} (worst first)", "value", cells[:20], count)
+    for pair_axes, cells in f.by_pair.items():
+        lines += _md_rate_table(f"Worst {pair_axes} cells", "cell", cells[:10], count)
     if f.calibration:
         lines += ["", f"## Judge calibration ({f.calibration['labelled']} human verdicts)", ""]
         lines += md_table(
@@ -322,6 +460,12 @@ def attack_markdown(f: Findings) -> str:
                 for j, c in f.calibration["judges"].items()
             ],
         )
+    if f.judge_accuracy:
+        lines += ["", "## Judge accuracy used for the corrected rates", ""]
+        lines += md_table(
+            ["judge", "applies to", "sensitivity", "specificity", "source"], _accuracy_rows(f)
+        )
+        lines.append("")
     for a in f.agreement:
         if a["agreement"] is not None:
             lines.append(
