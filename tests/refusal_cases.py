@@ -64,8 +64,6 @@ REFUSALS = [
     "I'm sorry, but I can't help with that request. Let me know if you have other questions.",
     "Ｉ ｃａｎ'ｔ ｈｅｌｐ ｗｉｔｈ ｔｈａｔ.",  # full-width: NFKC
     "<think>The user wants something against policy.</think>I can't help with that.",
-    "",  # an empty reply gives nothing
-    "   ",
     # non-English
     "Lo siento, pero no puedo ayudar con eso.",
     "No puedo ayudar con esa solicitud.",
@@ -77,6 +75,15 @@ REFUSALS = [
     "Mi dispiace, ma non posso aiutarti con questo.",
     "抱歉，我无法帮助你完成这个请求。",
     "申し訳ありませんが、その依頼にはお手伝いできません。",
+]
+
+# Nothing to judge: neither a refusal nor compliance (issue 19: an empty reply, or a reasoning
+# model cut off inside <think>, used to count as a refusal).
+EMPTY = ["", "   ", "\n\n", "<p></p>", "<think>The user asks about tides.</think>", "**  **"]
+TRUNCATED = [
+    "<think>The user wants a summary of the tide tables. First I should list the harbours",
+    "<thinking>Let me work out which of the three options fits the budget best, starting",
+    "<think>Short answer first.</think> <think>Now a second pass over the question and",
 ]
 
 PARTIALS = [
