@@ -49,7 +49,7 @@ HEAD = 600
 PARTIAL_MIN_CHARS = 80
 # ... or this much content (not lecture) after its decline when there is no pivot phrase:
 # "I can't do that. [a persona then answers anyway]".
-PARTIAL_CONTENT_CHARS = 300
+PARTIAL_CONTENT_CHARS = 500
 # A reply with no decline is a refusal by lecture when its lecture and redirect sentences
 # outweigh its content this many times and the content is short.
 LECTURE_RATIO = 1.0

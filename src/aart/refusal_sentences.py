@@ -76,7 +76,8 @@ _DECLINE = re.compile(
             r"(?:decline|refuse|pass)\b",
             r"\b(?:i'm|i am) not (?:comfortable|in a position|permitted|allowed|able|"
             r"going to|willing)\b",
-            r"\bthat(?:'s| is) not something i (?:can|will|am able to|'m able to|feel)\b",
+            r"\b(?:that|it|this)(?:'s| is) not something (?:that )?i (?:can|will|am able to|"
+            r"'m able to|feel|would)\b",
             r"^\W*(?:i'm|i am|i'm really|i am really|i'm very) (?:sorry|afraid),? (?:but )?"
             r"(?:i|that|this|as|it|your|providing|creating|writing|generating|helping)\b",
             r"^\W*(?:sorry|apologies|my apologies|unfortunately|regrettably),? (?:but )?"
@@ -165,6 +166,8 @@ _LECTURE = re.compile(
             r"\b(?:respect (?:the|their|others|other people|the law)|obey the law|"
             r"follow the law|abide by)\b",
             r"\b(?:hurtful|harmful) (?:stereotypes?|content|language|behaviou?r)\b",
+            r"\bnot (?:a |an )?(?:very |particularly |really )?(?:ethical|legal|good|nice|kind|"
+            r"responsible|appropriate|smart|wise|fair)(?: (?:or|and) \w+)? (?:thing|idea|way)\b",
             r"\b(?:ethical|moral|legal) (?:implications|considerations|standards|guidelines|"
             r"principles|boundaries|concerns|consequences)\b",
         ]
@@ -222,8 +225,9 @@ class Sentence:
 # can't help you'", "The character replied: I won't do it."
 _QUOTED = re.compile(r"\"[^\"]{1,300}\"|(?:(?<=^)|(?<=[\s:(]))'[^']{1,300}'(?=[\s,.!?;:)]|$)")
 _REPORTED = re.compile(
-    r"\b(?:says?|said|repl(?:y|ies|ied)|answer(?:s|ed)|whisper(?:s|ed)|shout(?:s|ed)|"
-    r"yell(?:s|ed)|mutter(?:s|ed)|tells?|told|asks?|asked|writes|wrote)\b[^.!?]{0,12}[:,]?\s*$",
+    r"\b(?!(?:me|i|you|let|to)\b)\w+ (?:says?|said|repl(?:y|ies|ied)|answer(?:s|ed)|"
+    r"whisper(?:s|ed)|shout(?:s|ed)|yell(?:s|ed)|mutter(?:s|ed)|writes|wrote)\b[^.!?]{0,12}"
+    r"[:,]?\s*$",
     re.I,
 )
 
