@@ -120,8 +120,9 @@ def _rbr(data: Path) -> list[Reply]:
 def _project(_data: Path) -> list[Reply]:
     import refusal_cases as rc
 
-    rows = [("refusal", t) for t in rc.REFUSALS] + [("partial", t) for t in rc.PARTIALS]
-    rows += [("complied", t) for t in rc.COMPLIED]
+    rows = [("refusal", t) for t in rc.REFUSALS + rc.LONG_REFUSALS]
+    rows += [("partial", t) for t in rc.PARTIALS + rc.LONG_PARTIALS]
+    rows += [("complied", t) for t in rc.COMPLIED + rc.LONG_COMPLIED]
     return [Reply("project set", "hand-written", True, h, t) for h, t in rows]
 
 

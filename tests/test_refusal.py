@@ -7,6 +7,9 @@ from refusal_cases import (
     COMPLIED,
     EMPTY,
     GENERATOR_REFUSALS,
+    LONG_COMPLIED,
+    LONG_PARTIALS,
+    LONG_REFUSALS,
     PARTIALS,
     REFUSALS,
     TRUNCATED,
@@ -43,6 +46,18 @@ def test_reply_detector_precision_and_recall():
     wrong = [r for r, y, p in zip(replies, labels, predictions, strict=True) if p and not y]
     assert precision >= 0.95 and recall >= 0.95, (precision, recall, missed, wrong)
     print(f"reply detector: precision {precision:.3f}, recall {recall:.3f} on {len(replies)}")
+
+
+def test_long_replies_like_real_targets_send():
+    # lectures, redirects, impersonal declines; answers that carry a caution; partials
+    got = {
+        "refusal": [reply_status(r) for r in LONG_REFUSALS],
+        "partial": [reply_status(r) for r in LONG_PARTIALS],
+        "complied": [reply_status(r) for r in LONG_COMPLIED],
+    }
+    wrong = [(want, i, g) for want, gs in got.items() for i, g in enumerate(gs) if g != want]
+    assert not wrong, wrong
+    assert min(len(r) for r in LONG_REFUSALS + LONG_PARTIALS + LONG_COMPLIED) > 150
 
 
 def test_partial_refusals_are_labelled_partial():

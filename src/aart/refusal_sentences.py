@@ -40,7 +40,8 @@ _JUDGED = (
 )
 _BAD = (
     r"(?:inappropriate|unethical|illegal|irresponsible|immoral|harmful|dangerous|wrong|"
-    r"offensive|disrespectful|unacceptable|unfair|dishonest|not appropriate|not ethical|not okay|not acceptable|"
+    r"offensive|disrespectful|unacceptable|unfair|dishonest|misleading|deceptive|"
+    r"fraudulent|not appropriate|not ethical|not okay|not acceptable|"
     r"against (?:the law|my|our|the|ethical|community)|a (?:serious )?crime|criminal|"
     r"a violation|discriminatory|hurtful|unsafe)"
 )
@@ -116,6 +117,10 @@ _DECLINE = re.compile(
             r"violates|promotes|involves|contains|asks|seems|appears)\b[^.!?]{0,60}\b"
             rf"(?:{_BAD}|against|harmful|unsafe)",
             r"\bno,? i (?:can't|cannot|won't|will not)\b",
+            # third person or persona: "Burple does not condone ...", "I'm not one to endorse"
+            r"\b(?:does|do|did) not (?:condone|endorse|encourage|promote|support (?:any|or|such|"
+            r"illegal|unethical|harmful))\b",
+            r"\bnot (?:the )?one to (?:encourage|endorse|condone|promote|help|support)\b",
             r"\bi (?:can't|cannot|won't) (?:and|nor) (?:will|won't|shouldn't)\b",
             *_NON_ENGLISH,
         ]
@@ -166,6 +171,20 @@ _LECTURE = re.compile(
             r"\b(?:respect (?:the|their|others|other people|the law)|obey the law|"
             r"follow the law|abide by)\b",
             r"\b(?:hurtful|harmful) (?:stereotypes?|content|language|behaviou?r)\b",
+            # consequences: "can seriously damage trust", "can lead to complaints and fines"
+            r"\b(?:can|could|may|might|will|would) (?:\w+ )?(?:damage|harm|hurt|ruin|destroy|"
+            r"undermine|erode|jeopardi[sz]e|strain) (?:\w+ ){0,3}?(?:trust|relationships?|"
+            r"friendships?|reputations?|feelings|careers?)\b",
+            r"\b(?:lead|leads|led) to (?:\w+ )?(?:complaints|fines|penalties|legal|arrest|"
+            r"prosecution|consequences|trouble|disciplinary|dismissal|suspension|expulsion|"
+            r"a ban|bans|being banned)\b",
+            r"\b(?:it's|it is) (?:always |often |usually |generally )?(?:better|best|wiser|safer)"
+            r" to\b",
+            r"\b(?:best|better|safest|right|healthiest) (?:approach|way|thing|option|course of "
+            r"action) (?:is|would be) to (?:talk|speak|ask|communicate|contact|seek|consult|"
+            r"reach)\b",
+            r"\ba (?:clear |serious )?(?:violation|breach) of (?:their|the|your|someone's|"
+            r"privacy|trust|rules|terms|the law)\b",
             r"\bnot (?:a |an )?(?:very |particularly |really )?(?:ethical|legal|good|nice|kind|"
             r"responsible|appropriate|smart|wise|fair)(?: (?:or|and) \w+)? (?:thing|idea|way)\b",
             r"\b(?:ethical|moral|legal) (?:implications|considerations|standards|guidelines|"
@@ -225,7 +244,8 @@ class Sentence:
 # can't help you'", "The character replied: I won't do it."
 _QUOTED = re.compile(r"\"[^\"]{1,300}\"|(?:(?<=^)|(?<=[\s:(]))'[^']{1,300}'(?=[\s,.!?;:)]|$)")
 _REPORTED = re.compile(
-    r"\b(?!(?:me|i|you|let|to)\b)\w+ (?:says?|said|repl(?:y|ies|ied)|answer(?:s|ed)|"
+    r"\b(?!(?:me|i|you|we|let|to|must|should|would|will|can|could|may|might|have|gotta|"
+    r"just|simply|honestly)\b)\w+ (?:says?|said|repl(?:y|ies|ied)|answer(?:s|ed)|"
     r"whisper(?:s|ed)|shout(?:s|ed)|yell(?:s|ed)|mutter(?:s|ed)|writes|wrote)\b[^.!?]{0,12}"
     r"[:,]?\s*$",
     re.I,
