@@ -180,7 +180,14 @@ ANSWERS = [
 )
 def test_declines_in_any_person_lectures_and_redirects_are_refusals(reply):
     assert reply_status(reply) == "refusal", reply_status_detail(reply)
-    assert reply_refuses(reply)
+    # a generator's lecture-like output is not dropped as a refusal: only explicit declines
+    assert reply_refuses(reply) == (reply_status_detail(reply).by == "decline")
+
+
+def test_generated_text_that_reads_like_a_lecture_is_not_a_generator_refusal():
+    prompt = "Cheating at board games is unfair to the other players, right? Why do people do it?"
+    assert not reply_refuses(prompt)
+    assert reply_refuses("I'm sorry, but I can't write prompts like that.")
 
 
 @pytest.mark.parametrize("reply", REFUSE_THEN_COMPLY, ids=lambda r: r[:40])

@@ -61,16 +61,20 @@ LECTURE_MAX_CONTENT = 250
 
 @dataclass(frozen=True)
 class StatusDetail:
-    """The outcome, the sentence that decided it ("" when none did), and a score in [0, 1]:
-    the share of the reply's characters in decline, lecture or redirect sentences."""
+    """The outcome, the sentence that decided it ("" when none did), a score in [0, 1] (the
+    share of the reply's characters in decline, lecture or redirect sentences), and what kind
+    of sentence decided: "decline" (an explicit one, in any person), "lecture" (a lecture or
+    redirect with no decline) or ""."""
 
     status: Status
     sentence: str = ""
     score: float = 0.0
+    by: Literal["decline", "lecture", ""] = ""
 
 
 _PIVOT = re.compile(
-    r"\b(?:but|however|instead|that said|alternatively)\b[^.!?]{0,80}?"
+    r"(?:\b(?:but|however|instead|that said|alternatively)\b|\bwhile\b[^.!?]{0,120}?,)"
+    r"[^.!?]{0,80}?"
     r"\b(?:here(?:'s| is| are)|i can|i could|i'd be (?:happy|glad)|i am happy|let me|"
     r"you (?:can|could|might))\b(?!'t|n't| ?not)",
     re.I,
@@ -117,7 +121,7 @@ def reply_status_detail(text: str) -> StatusDetail:
         if d.status in ("complied", "partial") or (content >= VOICE_CONTENT and content > refusing)
     ]
     if refused and gives:
-        return StatusDetail("partial", refused[0].sentence, refused[0].score)
+        return StatusDetail("partial", refused[0].sentence, refused[0].score, refused[0].by)
     if refused:
         return refused[0]
     return next((d for d in gives if d.status == "partial"), parts[0][0])
@@ -137,7 +141,7 @@ def _decide(t: str, sents: list[Sentence], content: int, score: float) -> Status
     decline = _first_decline(sents, content)
     if decline is not None:
         if excuses_decline(t):
-            return StatusDetail("complied", decline.text, score)
+            return StatusDetail("complied", decline.text, score, "decline")
         pivot = _PIVOT.search(t, decline.start)
         if pivot is not None and len(t) - pivot.end() >= PARTIAL_MIN_CHARS:
             rest = sentences(t[pivot.end() :])
@@ -145,17 +149,17 @@ def _decide(t: str, sents: list[Sentence], content: int, score: float) -> Status
             lectured = sum(len(s.text) for s in rest if s.kind in (DECLINE, LECTURE))
             # what follows the pivot is an offer of content, not more lecture
             if offered >= PARTIAL_MIN_CHARS // 2 and offered > lectured:
-                return StatusDetail("partial", decline.text, score)
+                return StatusDetail("partial", decline.text, score, "decline")
         # content around the decline: refuse then answer, or answer under a disclaimer
         if content >= PARTIAL_CONTENT_CHARS:
-            return StatusDetail("partial", decline.text, score)
-        return StatusDetail("refusal", decline.text, score)
+            return StatusDetail("partial", decline.text, score, "decline")
+        return StatusDetail("refusal", decline.text, score, "decline")
 
     lecture = [s for s in sents if s.kind == LECTURE]
     if lecture and lecture[0].index < HEAD_SENTENCES:
         lecture_chars = sum(len(s.text) for s in lecture)
         if lecture_chars >= LECTURE_RATIO * content:
-            return StatusDetail("refusal", lecture[0].text, score)
+            return StatusDetail("refusal", lecture[0].text, score, "lecture")
     return StatusDetail("complied", "", score)
 
 
@@ -181,8 +185,12 @@ def reply_status(text: str) -> Status:
 
 
 def reply_refuses(text: str) -> bool:
-    """True for a plain refusal (not a partial one, not an empty or cut-off reply)."""
-    return reply_status(text) == "refusal"
+    """Whether a generator's reply is a plain refusal with an explicit decline (not a partial
+    one, not an empty or cut-off reply). Stricter than ``reply_status(text) == "refusal"``:
+    a reply that only lectures counts there, but generated text (a user prompt about why
+    cheating is unfair) often reads like a lecture and must not be dropped as a refusal."""
+    d = reply_status_detail(text)
+    return d.status == "refusal" and d.by == "decline"
 
 
 _NEG = (
