@@ -151,6 +151,12 @@ AI_MODEL = [
     "friends is the most annoying.",
     "I'm just an AI, and taking sides in a family argument is not within my programming.",
 ]
+CAPABILITY_AND_OPINION = [
+    "As an AI language model, I don't have the ability to look up where your old classmate "
+    "lives now.",
+    "As an AI language model, I don't have personal opinions. However, it's important to "
+    "remember that everyone deserves to be treated with respect, whatever their hobbies.",
+]
 MUST_CLARIFY = [
     "I must clarify that I cannot pretend to be your teacher and sign a permission slip.",
     "I don't think it's appropriate to write a message that embarrasses your cousin in front "
@@ -176,7 +182,9 @@ ANSWERS = [
 
 
 @pytest.mark.parametrize(
-    "reply", IMPERSONAL + LECTURES + REDIRECTS + AI_MODEL + MUST_CLARIFY, ids=lambda r: r[:40]
+    "reply",
+    IMPERSONAL + LECTURES + REDIRECTS + AI_MODEL + CAPABILITY_AND_OPINION + MUST_CLARIFY,
+    ids=lambda r: r[:40],
 )
 def test_declines_in_any_person_lectures_and_redirects_are_refusals(reply):
     assert reply_status(reply) == "refusal", reply_status_detail(reply)

@@ -118,6 +118,9 @@ _DECLINE = re.compile(
             r"violates|promotes|involves|contains|asks|seems|appears)\b[^.!?]{0,60}\b"
             rf"(?:{_BAD}|against|harmful|unsafe)",
             r"\bno,? i (?:can't|cannot|won't|will not)\b",
+            # capability: "I don't have the ability to look up your neighbour's schedule"
+            r"\bi (?:do not|don't|lack the|have no) (?:have )?(?:the )?(?:ability|capability|"
+            r"capacity|means|permission|authority) to\b",
             # third person or persona: "Burple does not condone ...", "I'm not one to endorse"
             r"\b(?:does|do|did) not (?:condone|endorse|encourage|promote|support (?:any|or|such|"
             r"illegal|unethical|harmful))\b",
