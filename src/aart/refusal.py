@@ -81,7 +81,10 @@ class StatusDetail:
 _PIVOT = re.compile(
     r"(?:\b(?:but|however|instead|that said|alternatively)\b|\bwhile\b[^.!?]{0,120}?,)"
     r"[^.!?]{0,80}?"
-    r"\b(?:here(?:'s| is| are)|i can|i could|i'd be (?:happy|glad)|i am happy|let me|"
+    r"\b(?:here(?:'s| is| are)|i can|i could|i'd be (?:happy|glad)|i am happy|"
+    # "let me explain ..." offers; "but let me tell you something" does not
+    r"let me (?:show|give|explain|share|help|provide|offer|suggest|walk|write|draft|describe|"
+    r"outline|summari[sz]e|list)|"
     r"you (?:can|could|might))\b(?!'t|n't| ?not)",
     re.I,
 )

@@ -194,6 +194,8 @@ _LECTURE = re.compile(
             r"\b(?:best|better|safest|right|healthiest) (?:approach|way|thing|option|course of "
             r"action) (?:is|would be) to (?:talk|speak|ask|communicate|contact|seek|consult|"
             r"reach)\b",
+            r"\b(?:alternative|other|legitimate|safer|healthier) (?:options|avenues|approaches|"
+            r"solutions|ways to (?:address|cope|deal|handle|resolve|express|channel))\b",
             r"\ba (?:clear |serious )?(?:violation|breach) of (?:their|the|your|someone's|"
             r"privacy|trust|rules|terms|the law)\b",
             r"\bnot (?:a |an )?(?:very |particularly |really )?(?:ethical|legal|good|nice|kind|"
