@@ -21,20 +21,23 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import yaml
 from jinja2 import StrictUndefined
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import ConfigError, ProviderError, TransientError
+from ..errors import ConfigError, ProviderError, RecipeError, TransientError
 from ..llm import GenerateConfig, Message, ModelAPI, ModelOptions, RawResponse, create_api
 from ..llm.endpoints import allowed, refuse
 from ..llm.http_status import status_error
+from ..recipe.sandbox import BoundedSandbox
+from ..recipe.template import TemplateRefused, render
+from ..recipe.yamlsafe import load_bounded
 from ..textsim import text_hash
 
 _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_JINJA = ImmutableSandboxedEnvironment(undefined=StrictUndefined)
-_JINJA.filters["json"] = lambda v: json.dumps(v)
+#: the body template is a shared document's too: bounded like a recipe's, with room for a
+#: multi-turn attack's history
+_JINJA = BoundedSandbox(undefined=StrictUndefined, max_build=2_000_000)
+_JINJA.add_filter("json", lambda v: json.dumps(v))
 
 
 class HTTPTargetSpec(BaseModel):
@@ -75,7 +78,7 @@ def render_body(
     if isinstance(template, str):
         if template.strip() in ("{{ history }}", "{{history}}"):
             return history
-        return _JINJA.from_string(template).render(prompt=prompt, system=system, history=history)
+        return render(template, {"prompt": prompt, "system": system, "history": history}, _JINJA)
     return template
 
 
@@ -104,11 +107,33 @@ def json_path(data: Any, path: str) -> Any:
     return cur
 
 
+#: a target file is a few lines; the bound keeps a hostile one from exhausting memory
+MAX_TARGET_BYTES = 1_000_000
+
+
 def load_http_spec(path: Path) -> HTTPTargetSpec:
+    # a target file is a shared document: its aliases and nesting are bounded like a recipe's
+    raw = path.read_bytes()
+    if len(raw) > MAX_TARGET_BYTES:
+        raise ConfigError(
+            f"{path}: the file is {len(raw):,} bytes; a target file may have at most "
+            f"{MAX_TARGET_BYTES:,}"
+        )
     try:
-        return HTTPTargetSpec.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
-    except (yaml.YAMLError, ValidationError) as e:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; save the target file as UTF-8") from None
+    _, data = load_bounded(text, str(path))
+    try:
+        spec = HTTPTargetSpec.model_validate(data)
+    except ValidationError as e:
         raise ConfigError(f"{path}: invalid HTTP target: {e}") from None
+    try:  # a stand-in turn, so that a bad or unbounded body fails before any call
+        render_body(spec.body, "prompt", "system", [{"role": "user", "content": "earlier"}])
+    except RecipeError as e:
+        reason = e.reason if isinstance(e, TemplateRefused) else str(e)
+        raise ConfigError(f"{path}: body: {reason}; fix: correct the body template") from None
+    return spec
 
 
 class HTTPTargetAPI(ModelAPI):
@@ -135,7 +160,10 @@ class HTTPTargetAPI(ModelAPI):
     ) -> RawResponse:
         system = "\n".join(m.content for m in messages if m.role == "system")
         prompt = messages[-1].content
-        body = render_body(self.spec.body, prompt, system, _turns(messages[:-1]))
+        try:
+            body = render_body(self.spec.body, prompt, system, _turns(messages[:-1]))
+        except RecipeError as e:  # this prompt's body only: one job's failure
+            raise ProviderError(f"the target file's body: {e}", per_request=True) from None
         loop = asyncio.get_running_loop()
         if self._session is None or self._loop is not loop:
             self._session = aiohttp.ClientSession(
