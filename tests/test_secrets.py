@@ -130,3 +130,35 @@ def test_endpoints_cli(tmp_path):
     assert "https://api.openai.com:443  $OPENAI_API_KEY" in r.stdout
     r = aart("forget", "http://gateway.internal:4000")
     assert r.returncode == 0 and "removed 1" in r.stdout
+
+
+def attack_cli(tmp_path, target: str) -> subprocess.CompletedProcess[str]:
+    dataset = tmp_path / "dataset.jsonl"
+    dataset.write_text(
+        '{"id": "r0", "prompt": "a mild test prompt", "axes": {}, "annotations": {}}\n'
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "aart", "attack", str(dataset), "--target", target,
+         "--out", str(tmp_path / "att")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://${OPENAI_API_KEY}.invalid/chat",  # in the host: printed lower-cased before
+        "http://app.invalid:8080/chat?key=${OPENAI_API_KEY}",  # in the query, to an unbound host
+        "http://${OPENAI_API_KEY}@app.invalid/chat",  # as the user name
+    ],
+)
+def test_a_target_url_never_prints_the_secret_it_expands(tmp_path, monkeypatch, url):
+    secret = "sk-Fake-Secret-Value-0042"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    target = tmp_path / "target.yaml"
+    target.write_text(f"url: {url}\n")
+    r = attack_cli(tmp_path, str(target))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    out = r.stdout + r.stderr
+    assert secret.lower() not in out.lower()
+    assert "${OPENAI_API_KEY}" in out or "$OPENAI_API_KEY" in out

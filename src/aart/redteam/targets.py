@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 from jinja2 import StrictUndefined
@@ -62,6 +63,15 @@ def expand_env(text: str, where: str) -> str:
         return os.environ[m.group(1)]
 
     return _ENV_VAR.sub(sub, text)
+
+
+def mask(text: str, secrets: dict[str, str]) -> str:
+    """``text`` with each secret's value (in any case: a host is printed lower-cased) shown as
+    the ``${VAR}`` it came from."""
+    for var, value in secrets.items():
+        if len(value) >= 4:
+            text = re.sub(re.escape(value), f"${{{var}}}", text, flags=re.I)
+    return text
 
 
 def render_body(
@@ -140,14 +150,25 @@ class HTTPTargetAPI(ModelAPI):
     def __init__(self, spec: HTTPTargetSpec, options: ModelOptions, source: str = "") -> None:
         super().__init__(spec.name, options)
         self.spec = spec
+        where = f"target file {source or spec.name}"
+        # A secret in the scheme, host or port would be sent to DNS and printed in every
+        # message naming the host: refused, naming the variable, never its value.
+        parts = urlsplit(spec.url)
+        for var in _ENV_VAR.findall(f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"):
+            raise ConfigError(
+                f"{where}: its url {spec.url} puts ${{{var}}} in the host; a secret may go in "
+                "the headers (or the path), never in the scheme, host or port: write the host out"
+            )
         # The file is a shared document: each ${VAR} it uses must be bound by the user to the
         # host it goes to, checked here, before any call.
         self.url = expand_env(spec.url, "url")
         self.headers = {k: expand_env(v, f"header {k}") for k, v in spec.headers.items()}
+        secrets = {var: os.environ[var] for t in [spec.url, *spec.headers.values()]
+                   for var in _ENV_VAR.findall(t)}  # fmt: skip
         for text in [spec.url, *spec.headers.values()]:
             for var in _ENV_VAR.findall(text):
                 if not allowed(self.url, var, options.bound):
-                    raise refuse(f"target file {source or spec.name}", self.url, var)
+                    raise ConfigError(mask(str(refuse(where, self.url, var)), secrets))
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
