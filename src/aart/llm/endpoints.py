@@ -85,12 +85,6 @@ def allowed(url: str, key_env: str, extra: Iterable[Binding] = ()) -> bool:
     return (origin(url), key_env) in user_bindings(extra)
 
 
-def host_bound(url: str, extra: Iterable[Binding] = ()) -> bool:
-    """Whether the user bound any variable to ``url``'s host."""
-    o = origin(url)
-    return any(b[0] == o for b in user_bindings(extra))
-
-
 def how_to_allow(url: str, key_env: str) -> str:
     return f"aart endpoints allow {origin(url)} --key-env {key_env}"
 
