@@ -16,6 +16,7 @@ from ..llm.batch import BatchSettings
 from ..llm.ray_executor import RaySettings
 from ..redteam.findings import Findings
 from .common import (
+    FiniteFloatRange,
     column_options,
     echo_kv,
     failed_job_lines,
@@ -86,7 +87,7 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--fail-above",
             default=None,
-            type=click.FloatRange(0, 1),
+            type=FiniteFloatRange(0, 1),
             metavar="RATE",
             help=f"Exit {GATE_EXIT_CODE} when the attack-success rate exceeds RATE (0-1).",
         ),
@@ -94,7 +95,7 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--min-judged",
             default=0.9,
             show_default=True,
-            type=click.FloatRange(0, 1),
+            type=FiniteFloatRange(0, 1),
             metavar="SHARE",
             help=f"Below this share of judged prompts the attack is inconclusive: exit "
             f"{INCONCLUSIVE_EXIT_CODE}, whatever --fail-above says.",
@@ -110,7 +111,7 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--max-cost",
             default=None,
-            type=click.FloatRange(min=0),
+            type=FiniteFloatRange(min=0),
             metavar="USD",
             help="Stop when the attack has cost this much (needs a price for every paid model).",
         ),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +22,18 @@ from rich.progress import (
 
 from ..llm.batch import BatchSettings
 from ..llm.ray_executor import RaySettings
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A float range that refuses nan and inf: `nan` passes every comparison as False, so
+    `--fail-above nan` would switch the gate off."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if isinstance(rv, float) and not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number; give one in {self._describe_range()}")
+        return rv
+
 
 model_option = click.option(
     "--model",
@@ -83,7 +96,7 @@ _SCALE_OPTIONS = [
     ),
     click.option(
         "--batch-poll",
-        type=float,
+        type=FiniteFloatRange(min=0, min_open=True),
         default=5.0,
         show_default=True,
         metavar="SECONDS",
