@@ -74,3 +74,39 @@ def test_endpoints_allow_refuses_anything_but_an_http_url_with_a_host(url, fix):
 def test_endpoints_allow_accepts_a_url():
     r = aart("endpoints", "allow", "https://support.example.com", "--key-env", "SUPPORT_BOT_TOKEN")
     assert r.returncode == 0 and "https://support.example.com:443" in r.stdout
+
+
+EVIL = (
+    "\x1b[2J"  # clear the screen
+    "\x1b]52;c;ZXZpbA==\x07"  # write the clipboard
+    "\x1b[32mgate passed\x1b[0m"  # a fake verdict, in green
+    "\x1b]8;;http://x.invalid\x1b\\link\x1b]8;;\x1b\\"  # a hidden link
+    "\x9b2J\r\x08"  # 8-bit CSI, carriage return, backspace
+)
+
+
+def test_terminal_safe_removes_every_control_sequence_and_keeps_the_text():
+    from aart.textsafe import terminal_safe
+
+    assert terminal_safe("plain\ttext\nline two") == "plain\ttext\nline two"
+    assert terminal_safe("before " + EVIL + " after") == "before gate passedlink after"
+    assert terminal_safe("unterminated \x1b]52;c;ZXZpbA==") == "unterminated "
+    assert terminal_safe("caf\u00e9 \u2713") == "caf\u00e9 \u2713"  # printable text untouched
+
+
+def test_a_dataset_value_with_escape_sequences_does_not_reach_the_terminal(tmp_path):
+    path = tmp_path / "evil.jsonl"
+    rows = [
+        {
+            "id": f"r{i}",
+            "prompt": f"a mild test prompt number {i} {EVIL}",
+            "axes": {"topic": ["unmatched " + EVIL if i % 2 else "plain"]},
+        }
+        for i in range(6)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = aart("evaluate", str(path))
+    assert r.returncode == 0, r.stderr
+    assert "never matched" in r.stdout and "unmatched" in r.stdout  # the value is shown ...
+    for control in ("\x1b", "\x07", "\x9b", "\x9d", "\r", "\x08"):  # ... without its controls
+        assert control not in r.stdout and control not in r.stderr

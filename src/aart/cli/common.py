@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
+from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -22,6 +23,7 @@ from rich.progress import (
 
 from ..llm.batch import BatchSettings
 from ..llm.ray_executor import RaySettings
+from ..textsafe import raw_stream, safe_output
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -140,16 +142,22 @@ def progress_bars() -> Iterator[Callable[[str, int], Callable[[], None]]]:
     """Yields ``start(label, total) -> tick``. On a terminal, a bar with the time left; else
     (CI, a log file) a line at the start and at every tenth, with the time left."""
     tty = sys.stderr.isatty()
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        transient=True,
-        disable=not tty,
-    ) as bars:
+    with (
+        Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            transient=True,
+            disable=not tty,
+            # the bars draw with escape sequences of their own, so beneath the stream that
+            # strips them from untrusted text; what is printed meanwhile still goes through it
+            console=Console(file=raw_stream(sys.stdout)),
+        ) as bars,
+        safe_output(),
+    ):
 
         def start(label: str, total: int) -> Callable[[], None]:
             task = bars.add_task(label, total=total)
