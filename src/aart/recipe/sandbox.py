@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import update_wrapper
-from typing import Any
+from typing import Any, cast
 
 from jinja2 import nodes
 from jinja2.exceptions import SecurityError
@@ -98,7 +98,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         self.filters = {name: self._bounded_filter(name, f) for name, f in self.filters.items()}
         self.filters["_aart_loop"] = self._loop_filter
         self.filters["_aart_concat"] = self._concat_filter
-        self.tests = {name: self._ticking(f) for name, f in self.tests.items()}
+        self.tests = {name: self._ticking(cast(Any, f)) for name, f in self.tests.items()}
 
     # -- the budget --------------------------------------------------------------------
 
@@ -168,10 +168,11 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             )
         for concat in list(tree.find_all(nodes.Concat)):
             # `a ~ b` compiles to a join without any hook: make it a bounded filter call
+            joined = nodes.Filter(
+                nodes.List(list(concat.nodes)), "_aart_concat", [], [], None, None
+            )
             concat.nodes = [
-                nodes.Filter(nodes.List(list(concat.nodes)), "_aart_concat", [], [], None, None)
-                .set_lineno(concat.lineno)
-                .set_environment(self)
+                cast(nodes.Expr, joined.set_lineno(concat.lineno).set_environment(self))
             ]
         return tree
 
@@ -270,11 +271,11 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         env = self
 
         def bounded(*args: Any, **kwargs: Any) -> str:
+            formatter = _BoundedFormatter(env)
             if is_map:
                 if kwargs or len(args) != 1:
                     raise TypeError("format_map() takes exactly one argument")
-                args, kwargs = (), args[0]
-            formatter = _BoundedFormatter(env)
+                return str(formatter.vformat(f_self, (), args[0]))
             return str(formatter.vformat(f_self, args, kwargs))
 
         return update_wrapper(bounded, value)
