@@ -53,6 +53,24 @@ def test_a_gate_option_that_is_not_a_finite_number_is_a_usage_error(tmp_path, da
     assert not out.exists()
 
 
+@pytest.mark.parametrize("price", ["fake/t=nan,1", "fake/t=1,nan", "fake/t=inf,1"])
+def test_a_price_that_is_not_a_finite_number_is_a_usage_error(tmp_path, dataset, price):
+    out = tmp_path / "att"
+    r = aart("attack", str(dataset), "--target", "fake/t", "--out", str(out), "--price", price)
+    assert r.returncode == 2 and "--price" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("setting", ["budget: {max_cost: .nan}", "budget: {max_cost: .inf}"])
+def test_a_recipe_number_that_is_not_finite_is_a_located_error(tmp_path, setting):
+    from conftest import MINI_RECIPE, write_recipe
+
+    from aart.errors import RecipeError
+    from aart.recipe import load_recipe
+
+    with pytest.raises(RecipeError, match=r"recipe.yaml:\d+:\d+: budget.max_cost"):
+        load_recipe(write_recipe(tmp_path, MINI_RECIPE + setting + "\n"))
+
+
 @pytest.mark.parametrize(
     ("url", "fix"),
     [

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -47,7 +48,8 @@ def parse_price(text: str) -> tuple[str, Price]:
             "e.g. openai/gpt-4o-mini=0.15,0.6",
             param_hint="--price",
         ) from None
-    if not sep or not name or inp < 0 or out < 0:
+    # nan passes `< 0` and would make every cost nan, which no --max-cost ever exceeds
+    if not sep or not name or not (0 <= inp < math.inf and 0 <= out < math.inf):
         raise click.BadParameter(f"{text!r}: give MODEL=IN,OUT", param_hint="--price")
     return name, Price(inp, out)
 

@@ -12,7 +12,8 @@ IDENT = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # nan compares False with everything: `max_cost: .nan` would switch the budget off
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Application(Strict):
