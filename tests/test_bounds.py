@@ -165,3 +165,9 @@ def test_a_regex_re2_cannot_compile_is_a_located_recipe_error(tmp_path):
         load_recipe(recipe)
     r = aart("run", str(recipe), "--dry-run")
     assert r.returncode == 2 and "Traceback" not in r.stderr and "re2.cc" not in r.stderr
+
+
+def test_a_template_cannot_name_the_filters_that_count_its_loops(tmp_path):
+    line = "{% for a in ('x' * 100000) | _aart_loop(-1000000) %}{% endfor %}"
+    with pytest.raises(RecipeError, match=r"recipe.yaml:\d+: generate.template: No filter named"):
+        load_recipe(with_template_line(tmp_path, line))

@@ -25,7 +25,7 @@ from functools import update_wrapper
 from typing import Any, cast
 
 from jinja2 import nodes
-from jinja2.exceptions import SecurityError
+from jinja2.exceptions import SecurityError, TemplateSyntaxError
 from jinja2.filters import make_attrgetter
 from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
@@ -45,6 +45,9 @@ class _Budget:
     ops: int
     built: int
 
+
+#: the filters the loop and `~` rewriting inserts; a template may not name them itself
+_INTERNAL_FILTERS = frozenset({"_aart_loop", "_aart_concat"})
 
 _BUDGET: ContextVar[_Budget | None] = ContextVar("aart_template_budget", default=None)
 
@@ -117,7 +120,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     def tick(self, n: int = 1) -> None:
         b = self.budget()
-        b.ops -= n
+        b.ops -= max(1, n)
         if b.ops < 0:
             raise _refuse(f"the template runs more than {self.max_ops:,} operations")
 
@@ -159,6 +162,9 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         tree = super()._parse(source, name, filename)
+        for f in tree.find_all(nodes.Filter):
+            if f.name in _INTERNAL_FILTERS:  # a template must not feed the budget itself
+                raise TemplateSyntaxError(f"No filter named {f.name!r}.", f.lineno, name, filename)
         for loop in list(tree.find_all(nodes.For)):
             weight = 1 + sum(1 + sum(1 for _ in n.find_all(nodes.Node)) for n in loop.body)
             loop.iter = (
@@ -186,7 +192,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             yield item
 
     def _loop_filter(self, iterable: Any, weight: int = 1) -> Iterator[Any]:
-        return self._counted(iterable, weight)
+        return self._counted(iterable, max(1, int(weight)))
 
     def _concat_filter(self, parts: list[Any]) -> str:
         self.tick()
