@@ -108,6 +108,13 @@ def with_template_line(tmp_path, line: str):
         ("{% set s = 'ab' %}{{ s ~ s ~ s ~ s ~ ('x' * 199999) }}", "builds more than"),
         ("{% for c in 'x' * 100000 %}{{ 'y' * 1000 }}{% endfor %}", "renders more than"),
         ("{% macro f(k) %}{{ f(k) }}{% endmacro %}{{ f(1) }}", "calls itself too deeply"),
+        # lists of lists of the same list: 2**40 items once compared
+        (
+            "{% set x = [1] %}{% set y = [1] %}"
+            + "{% set x = [x, x] %}{% set y = [y, y] %}" * 40
+            + "{{ x == y }}",
+            "builds more than",
+        ),
     ],
 )
 def test_a_template_that_runs_or_builds_too_much_is_refused_at_load(tmp_path, line, reason):

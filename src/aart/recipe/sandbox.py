@@ -29,6 +29,7 @@ from jinja2.exceptions import SecurityError, TemplateSyntaxError
 from jinja2.filters import make_attrgetter
 from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
+from jinja2.visitor import NodeTransformer
 
 #: the most characters (or items) one value may have, and the rendered text
 MAX_BUILD = 200_000
@@ -47,7 +48,7 @@ class _Budget:
 
 
 #: the filters the loop and `~` rewriting inserts; a template may not name them itself
-_INTERNAL_FILTERS = frozenset({"_aart_loop", "_aart_concat"})
+_INTERNAL_FILTERS = frozenset({"_aart_loop", "_aart_concat", "_aart_literal"})
 
 _BUDGET: ContextVar[_Budget | None] = ContextVar("aart_template_budget", default=None)
 
@@ -101,6 +102,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         self.filters = {name: self._bounded_filter(name, f) for name, f in self.filters.items()}
         self.filters["_aart_loop"] = self._loop_filter
         self.filters["_aart_concat"] = self._concat_filter
+        self.filters["_aart_literal"] = self.charge
         self.tests = {name: self._ticking(cast(Any, f)) for name, f in self.tests.items()}
 
     # -- the budget --------------------------------------------------------------------
@@ -165,6 +167,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         for f in tree.find_all(nodes.Filter):
             if f.name in _INTERNAL_FILTERS:  # a template must not feed the budget itself
                 raise TemplateSyntaxError(f"No filter named {f.name!r}.", f.lineno, name, filename)
+        tree = cast(nodes.Template, _Literals(self).visit(tree))
         for loop in list(tree.find_all(nodes.For)):
             weight = 1 + sum(1 + sum(1 for _ in n.find_all(nodes.Node)) for n in loop.body)
             loop.iter = (
@@ -285,6 +288,26 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             return str(formatter.vformat(f_self, args, kwargs))
 
         return update_wrapper(bounded, value)
+
+
+class _Literals(NodeTransformer):
+    """Every list, tuple and dict a template writes out goes through ``charge``: `{% set x =
+    [x, x] %}` forty times is a list of 2**40 items once compared, sorted or printed."""
+
+    def __init__(self, env: BoundedSandbox) -> None:
+        self.env = env
+
+    def _charged(self, node: nodes.Node) -> nodes.Node:
+        self.generic_visit(node)
+        if isinstance(node, nodes.Tuple) and node.ctx != "load":
+            return node  # an assignment target (`for a, b in ...`), not a value
+        return (
+            nodes.Filter(cast(nodes.Expr, node), "_aart_literal", [], [], None, None)
+            .set_lineno(node.lineno)
+            .set_environment(self.env)
+        )
+
+    visit_List = visit_Tuple = visit_Dict = _charged  # noqa: N815 - the visitor's names
 
 
 class _BoundedFormatter(SandboxedFormatter):
