@@ -178,3 +178,14 @@ def test_a_template_cannot_name_the_filters_that_count_its_loops(tmp_path):
     line = "{% for a in ('x' * 100000) | _aart_loop(-1000000) %}{% endfor %}"
     with pytest.raises(RecipeError, match=r"recipe.yaml:\d+: generate.template: No filter named"):
         load_recipe(with_template_line(tmp_path, line))
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [('{m: "{{ prompt "}', "body: unexpected end of template"), ('{m: "{{ promt }}"}', "promt")],
+)
+def test_a_bad_body_template_is_a_usage_error_at_load(tmp_path, body, message):
+    target = tmp_path / "target.yaml"
+    target.write_text(f"url: http://127.0.0.1:9/chat\nbody: {body}\n")
+    with pytest.raises(UsageError, match=message):
+        create_target(str(target))

@@ -108,7 +108,12 @@ class TemplateRefused(RecipeError):
         super().__init__(reason, fix=fix)
 
 
-def render(template: str, context: dict[str, Any], env: BoundedSandbox | None = None) -> str:
+def render(
+    template: str,
+    context: dict[str, Any],
+    env: BoundedSandbox | None = None,
+    where: str = "generate.template",
+) -> str:
     """Render in the bounded sandbox; attempts to reach Python internals, to build more than
     MAX_BUILD characters or to run too long raise TemplateRefused."""
     env = env or _ENV
@@ -132,6 +137,8 @@ def render(template: str, context: dict[str, Any], env: BoundedSandbox | None = 
             fix="templates may only read the values they are given, and build little",
         ) from None
     except UndefinedError as e:
-        raise RecipeError(f"generate.template: {e.message}") from None
+        raise RecipeError(f"{where}: {e.message}") from None
+    except TemplateSyntaxError as e:
+        raise RecipeError(f"{where}: {e.message} (template line {e.lineno})") from None
     finally:
         env.finish(token)

@@ -88,7 +88,8 @@ def render_body(
     if isinstance(template, str):
         if template.strip() in ("{{ history }}", "{{history}}"):
             return history
-        return render(template, {"prompt": prompt, "system": system, "history": history}, _JINJA)
+        context = {"prompt": prompt, "system": system, "history": history}
+        return render(template, context, _JINJA, where="body")
     return template
 
 
@@ -140,9 +141,14 @@ def load_http_spec(path: Path) -> HTTPTargetSpec:
         raise ConfigError(f"{path}: invalid HTTP target: {e}") from None
     try:  # a stand-in turn, so that a bad or unbounded body fails before any call
         render_body(spec.body, "prompt", "system", [{"role": "user", "content": "earlier"}])
-    except RecipeError as e:
-        reason = e.reason if isinstance(e, TemplateRefused) else str(e)
-        raise ConfigError(f"{path}: body: {reason}; fix: correct the body template") from None
+    except TemplateRefused as e:
+        raise ConfigError(f"{path}: body: {e.reason}; fix: {e.fix}") from None
+    except RecipeError as e:  # a syntax error, an unknown name
+        message = str(e).removeprefix("<recipe>: ")
+        raise ConfigError(
+            f"{path}: {message}; fix: correct the body template (it may use {{{{ prompt }}}}, "
+            "{{ system }} and {{ history }})"
+        ) from None
     return spec
 
 
