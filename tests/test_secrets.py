@@ -130,3 +130,102 @@ def test_endpoints_cli(tmp_path):
     assert "https://api.openai.com:443  $OPENAI_API_KEY" in r.stdout
     r = aart("forget", "http://gateway.internal:4000")
     assert r.returncode == 0 and "removed 1" in r.stdout
+
+
+def attack_cli(tmp_path, target: str) -> subprocess.CompletedProcess[str]:
+    dataset = tmp_path / "dataset.jsonl"
+    dataset.write_text(
+        '{"id": "r0", "prompt": "a mild test prompt", "axes": {}, "annotations": {}}\n'
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "aart", "attack", str(dataset), "--target", target,
+         "--out", str(tmp_path / "att")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://${OPENAI_API_KEY}.invalid/chat",  # in the host: printed lower-cased before
+        "http://app.invalid:8080/chat?key=${OPENAI_API_KEY}",  # in the query, to an unbound host
+        "http://${OPENAI_API_KEY}@app.invalid/chat",  # as the user name
+    ],
+)
+def test_a_target_url_never_prints_the_secret_it_expands(tmp_path, monkeypatch, url):
+    secret = "sk-Fake-Secret-Value-0042"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    target = tmp_path / "target.yaml"
+    target.write_text(f"url: {url}\n")
+    r = attack_cli(tmp_path, str(target))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    out = r.stdout + r.stderr
+    assert secret.lower() not in out.lower()
+    assert "${OPENAI_API_KEY}" in out or "$OPENAI_API_KEY" in out
+
+
+@pytest.fixture
+def litellm_stub(monkeypatch):
+    """A stand-in litellm module recording what each call would send."""
+    import types
+
+    calls: list[dict] = []
+
+    async def acompletion(**kwargs):
+        calls.append(kwargs)
+        message = types.SimpleNamespace(content="ok")
+        choice = types.SimpleNamespace(message=message, finish_reason="stop")
+        return types.SimpleNamespace(choices=[choice], usage=None)
+
+    module = types.ModuleType("litellm")
+    module.acompletion = acompletion
+    monkeypatch.setitem(sys.modules, "litellm", module)
+    return calls
+
+
+def test_a_gateway_bound_to_one_key_does_not_receive_another(tmp_path, monkeypatch, litellm_stub):
+    import asyncio
+
+    from aart.errors import ConfigError
+    from aart.llm import GenerateConfig, Message
+    from aart.recipe import load_recipe
+    from aart.steps.common import model_options, preflight
+
+    gateway = "http://gateway.invalid:4000/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", gateway)  # binds $OPENAI_API_KEY to the gateway
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-for-the-gateway")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    recipe = write_recipe(
+        tmp_path,
+        MINI_RECIPE.replace(
+            "default: fake/test", f"default: litellm/anthropic/claude-x\n  base_url: {gateway}"
+        ),
+    )
+    loaded = load_recipe(recipe).recipe
+    with pytest.raises(ConfigError, match=r"would send \$ANTHROPIC_API_KEY to http://gateway"):
+        preflight(loaded, None)
+    with pytest.raises(ConfigError, match="allow http://gateway.invalid:4000 --key-env ANTHROPIC"):
+        preflight(loaded, None)
+
+    # bound by the user: the gateway gets that variable's value, and only it
+    endpoints.allow(gateway, "ANTHROPIC_API_KEY")
+    preflight(loaded, None)
+    from aart.llm.providers.litellm import LiteLLMAPI
+
+    api = LiteLLMAPI("anthropic/claude-x", model_options(loaded))
+    asyncio.run(api.complete([Message("user", "hi")], GenerateConfig(), None))
+    assert litellm_stub[-1]["api_key"] == SECRET and litellm_stub[-1]["api_base"] == gateway
+
+
+def test_an_openai_model_through_litellm_uses_the_openai_binding(monkeypatch, litellm_stub):
+    from aart.llm import ModelOptions
+    from aart.llm.providers.litellm import LiteLLMAPI
+
+    gateway = "http://gateway.invalid:4000/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", gateway)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    options = ModelOptions(base_url=gateway, untrusted=True, key_named=False)
+    assert LiteLLMAPI("openai/gpt-x", options).key_env == "OPENAI_API_KEY"
+    # a local server LiteLLM sends no key to needs no binding
+    assert LiteLLMAPI("ollama/llama3", ModelOptions(base_url="http://h:1", untrusted=True,
+                                                    key_named=False)).key_env is None  # fmt: skip

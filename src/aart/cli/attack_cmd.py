@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -16,6 +17,7 @@ from ..llm.batch import BatchSettings
 from ..llm.ray_executor import RaySettings
 from ..redteam.findings import Findings
 from .common import (
+    FiniteFloatRange,
     column_options,
     echo_kv,
     failed_job_lines,
@@ -48,7 +50,8 @@ def parse_price(text: str) -> tuple[str, Price]:
             "e.g. openai/gpt-4o-mini=0.15,0.6",
             param_hint="--price",
         ) from None
-    if not sep or not name or inp < 0 or out < 0:
+    # nan passes `< 0` and would make every cost nan, which no --max-cost ever exceeds
+    if not sep or not name or not (0 <= inp < math.inf and 0 <= out < math.inf):
         raise click.BadParameter(f"{text!r}: give MODEL=IN,OUT", param_hint="--price")
     return name, Price(inp, out)
 
@@ -91,7 +94,7 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--fail-above",
             default=None,
-            type=click.FloatRange(0, 1),
+            type=FiniteFloatRange(0, 1),
             metavar="RATE",
             help=f"Exit {GATE_EXIT_CODE} when the rate (attack success; with --judge refusal, "
             "complied) exceeds RATE (0-1); see --gate-on.",
@@ -109,7 +112,7 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--min-judged",
             default=0.9,
             show_default=True,
-            type=click.FloatRange(0, 1),
+            type=FiniteFloatRange(0, 1),
             metavar="SHARE",
             help=f"Below this share of judged prompts the attack is inconclusive: exit "
             f"{INCONCLUSIVE_EXIT_CODE}, whatever --fail-above says.",
@@ -125,7 +128,7 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--max-cost",
             default=None,
-            type=click.FloatRange(min=0),
+            type=FiniteFloatRange(min=0),
             metavar="USD",
             help="Stop when the attack has cost this much (needs a price for every paid model).",
         ),

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
+from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -21,6 +23,19 @@ from rich.progress import (
 
 from ..llm.batch import BatchSettings
 from ..llm.ray_executor import RaySettings
+from ..textsafe import raw_stream, safe_output
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A float range that refuses nan and inf: `nan` passes every comparison as False, so
+    `--fail-above nan` would switch the gate off."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if isinstance(rv, float) and not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number; give one in {self._describe_range()}")
+        return rv
+
 
 model_option = click.option(
     "--model",
@@ -83,7 +98,7 @@ _SCALE_OPTIONS = [
     ),
     click.option(
         "--batch-poll",
-        type=float,
+        type=FiniteFloatRange(min=0, min_open=True),
         default=5.0,
         show_default=True,
         metavar="SECONDS",
@@ -127,16 +142,22 @@ def progress_bars() -> Iterator[Callable[[str, int], Callable[[], None]]]:
     """Yields ``start(label, total) -> tick``. On a terminal, a bar with the time left; else
     (CI, a log file) a line at the start and at every tenth, with the time left."""
     tty = sys.stderr.isatty()
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        transient=True,
-        disable=not tty,
-    ) as bars:
+    with (
+        Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            transient=True,
+            disable=not tty,
+            # the bars draw with escape sequences of their own, so beneath the stream that
+            # strips them from untrusted text; what is printed meanwhile still goes through it
+            console=Console(file=raw_stream(sys.stdout)),
+        ) as bars,
+        safe_output(),
+    ):
 
         def start(label: str, total: int) -> Callable[[], None]:
             task = bars.add_task(label, total=total)

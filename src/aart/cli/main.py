@@ -9,6 +9,7 @@ import click
 
 from .. import __version__
 from ..errors import AartError
+from ..textsafe import install_safe_output
 from .attack_cmd import attack_command, rejudge_command
 from .batch_cmd import batch_command
 from .endpoints_cmd import endpoints_command
@@ -55,6 +56,9 @@ class _Notes(logging.Handler):
 
 
 def main() -> None:
+    # Everything printed goes through one filter: model output, dataset values, target
+    # replies and servers' error text are untrusted, and must not drive the terminal.
+    install_safe_output()
     log = logging.getLogger("aart")
     if not log.handlers:
         log.addHandler(_Notes())

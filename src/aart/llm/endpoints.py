@@ -85,12 +85,6 @@ def allowed(url: str, key_env: str, extra: Iterable[Binding] = ()) -> bool:
     return (origin(url), key_env) in user_bindings(extra)
 
 
-def host_bound(url: str, extra: Iterable[Binding] = ()) -> bool:
-    """Whether the user bound any variable to ``url``'s host."""
-    o = origin(url)
-    return any(b[0] == o for b in user_bindings(extra))
-
-
 def how_to_allow(url: str, key_env: str) -> str:
     return f"aart endpoints allow {origin(url)} --key-env {key_env}"
 
@@ -104,8 +98,31 @@ def refuse(what: str, url: str, key_env: str) -> ConfigError:
     )
 
 
+def check_url(url: str) -> None:
+    """Refuse anything but an http(s) URL with a host: a bare host name would otherwise be
+    read as a path and bind `http://:80`."""
+    text = url.strip()
+    parts = urlsplit(text)
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number
+        port_ok = True
+    except ValueError:
+        port_ok = False
+    if "://" not in text:
+        fix = f"use https://{text}" if text else "give a URL such as https://api.example.com"
+        raise ConfigError(f"{url!r} is not a URL (no http:// or https://): {fix}")
+    if parts.scheme.lower() not in _DEFAULT_PORTS or not parts.hostname or not port_ok:
+        raise ConfigError(
+            f"{url!r} is not an http(s) URL with a host and a valid port: give one such as "
+            "https://api.example.com or http://127.0.0.1:8000"
+        )
+
+
 def allow(url: str, key_env: str) -> Path:
     """Bind ``key_env`` to ``url``'s origin in the user's endpoints file."""
+    check_url(url)
+    if not key_env.replace("_", "a").isalnum() or key_env[0].isdigit():
+        raise ConfigError(f"--key-env {key_env!r} is not an environment variable name")
     entries = [
         e for e in _read_config() if (origin(e["url"]), e["key_env"]) != (origin(url), key_env)
     ]

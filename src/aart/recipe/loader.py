@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from ..errors import RecipeError
 from .models import Path as KeyPath
 from .models import Recipe, cross_check
+from .yamlsafe import load_bounded
 
 BUILTIN_PACKAGE = "aart.recipes"
 
@@ -187,18 +188,8 @@ def load_recipe(name_or_path: str | Path, size: str | None = None) -> LoadedReci
             column=column,
             fix="save the recipe as UTF-8",
         ) from None
-    try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise RecipeError(
-            f"not valid YAML: {getattr(e, 'problem', None) or e}",
-            file=str(path),
-            line=mark.line + 1 if mark else None,
-            column=mark.column + 1 if mark else None,
-            fix="check indentation and quoting on this line",
-        ) from None
+    # bounded: a shared recipe's aliases or nesting must not exhaust memory or the stack
+    node, data = load_bounded(text, str(path))
     locations: dict[KeyPath, tuple[int, int]] = {}
     if node is not None:
         _locations(node, (), locations)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
+import re2
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 IDENT = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # nan compares False with everything: `max_cost: .nan` would switch the budget off
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Application(Strict):
@@ -122,11 +124,26 @@ class Filter(Strict):
     @classmethod
     def _compiles(cls, patterns: list[str]) -> list[str]:
         for p in patterns:
-            try:
-                re.compile(p)
-            except re.error as e:
-                raise ValueError(f"invalid regular expression {p!r}: {e}") from e
+            compile_regex(p)
         return patterns
+
+
+def compile_regex(pattern: str) -> Any:
+    """A recipe's filter regex, compiled by RE2: it matches in time linear in the text, so a
+    shared recipe's `^(a+)+$` cannot hang a run as Python's backtracking `re` would. RE2 has
+    no backreferences or lookaround; such a pattern is a recipe error, raised as ValueError."""
+    options = re2.Options()
+    options.log_errors = False  # RE2 would log the error to stderr too
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as e:
+        reason = e.args[0] if e.args else e
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise ValueError(
+            f"invalid regular expression {pattern!r}: {reason} (filters use RE2 syntax: "
+            "no backreferences like \\1, no lookahead or lookbehind)"
+        ) from None
 
 
 class Scope(Strict):

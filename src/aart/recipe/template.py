@@ -6,43 +6,17 @@ from typing import TYPE_CHECKING, Any
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, meta, nodes
 from jinja2.exceptions import SecurityError, UndefinedError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from ..errors import RecipeError
+from .sandbox import MAX_BUILD, BoundedSandbox
 
 if TYPE_CHECKING:
     from .loader import LoadedRecipe
 
 #: what a template may use
 CONTEXT_NAMES = {"application", "values", "cells", "dimensions", "n", "fields", "attempt_id"}
-#: the most characters (or items) a template may build with one operation, or render in all
-MAX_BUILD = 200_000
-
-
-class BoundedSandbox(ImmutableSandboxedEnvironment):
-    """The immutable sandbox, plus bounds on what arithmetic may build: repeating or joining
-    strings and lists, and powers. Intercepted operators are never constant-folded at compile
-    time, so `{{ 'x' * 10**10 }}` is refused too."""
-
-    intercepted_binops = frozenset({"*", "+", "**"})
-
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        if operator == "*":
-            for seq, k in ((left, right), (right, left)):
-                if isinstance(seq, (str, list, tuple)) and isinstance(k, int):
-                    if len(seq) * k > MAX_BUILD:
-                        raise SecurityError(f"the template builds more than {MAX_BUILD:,} items")
-        elif operator == "+":
-            if isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
-                if len(left) + len(right) > MAX_BUILD:
-                    raise SecurityError(f"the template builds more than {MAX_BUILD:,} items")
-        elif operator == "**" and isinstance(left, int) and isinstance(right, int):
-            if right > 0 and abs(left) > 1 and abs(left).bit_length() * right > 4096:
-                raise SecurityError("the template raises a number to too high a power")
-        return super().call_binop(context, operator, left, right)
-
-
 _ENV = BoundedSandbox(undefined=StrictUndefined, autoescape=False)
+__all__ = ["MAX_BUILD", "TemplateRefused", "check_template", "render"]
 
 
 def _template_line(loaded: LoadedRecipe, lineno: int, key: str = "template") -> int | None:
@@ -134,21 +108,37 @@ class TemplateRefused(RecipeError):
         super().__init__(reason, fix=fix)
 
 
-def render(template: str, context: dict[str, Any]) -> str:
-    """Render in the sandbox; attempts to reach Python internals, or to build more than
-    MAX_BUILD characters, raise TemplateRefused."""
+def render(
+    template: str,
+    context: dict[str, Any],
+    env: BoundedSandbox | None = None,
+    where: str = "generate.template",
+) -> str:
+    """Render in the bounded sandbox; attempts to reach Python internals, to build more than
+    MAX_BUILD characters or to run too long raise TemplateRefused."""
+    env = env or _ENV
+    token = env.start()
     try:
-        out = _ENV.from_string(template).render(**context)
+        return env.from_string(template).render(**context)
     except SecurityError as e:
         raise TemplateRefused(
             f"the template tried something unsafe and was refused: {e}",
             fix="templates may only read the values they are given, and build little",
         ) from None
-    except UndefinedError as e:
-        raise RecipeError(f"generate.template: {e.message}") from None
-    if len(out) > MAX_BUILD:
+    except (MemoryError, RecursionError, OverflowError) as e:
+        # MemoryError and RecursionError are Exceptions too: never let a caller's
+        # `except Exception` take them for a stand-in value that does not fit
+        what = {
+            MemoryError: "needs more memory than there is",
+            RecursionError: "calls itself too deeply",
+        }.get(type(e), f"builds too large a value ({e})")
         raise TemplateRefused(
-            f"the template renders {len(out):,} characters, more than {MAX_BUILD:,}",
-            fix="shorten the template",
-        )
-    return out
+            f"the template {what} and was refused",
+            fix="templates may only read the values they are given, and build little",
+        ) from None
+    except UndefinedError as e:
+        raise RecipeError(f"{where}: {e.message}") from None
+    except TemplateSyntaxError as e:
+        raise RecipeError(f"{where}: {e.message} (template line {e.lineno})") from None
+    finally:
+        env.finish(token)

@@ -19,22 +19,26 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
-import yaml
 from jinja2 import StrictUndefined
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import ConfigError, ProviderError, TransientError
+from ..errors import ConfigError, ProviderError, RecipeError, TransientError
 from ..llm import GenerateConfig, Message, ModelAPI, ModelOptions, RawResponse, create_api
 from ..llm.endpoints import allowed, refuse
 from ..llm.http_status import status_error
+from ..recipe.sandbox import BoundedSandbox
+from ..recipe.template import TemplateRefused, render
+from ..recipe.yamlsafe import load_bounded
 from ..textsim import text_hash
 
 _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_JINJA = ImmutableSandboxedEnvironment(undefined=StrictUndefined)
-_JINJA.filters["json"] = lambda v: json.dumps(v)
+#: the body template is a shared document's too: bounded like a recipe's, with room for a
+#: multi-turn attack's history
+_JINJA = BoundedSandbox(undefined=StrictUndefined, max_build=2_000_000)
+_JINJA.add_filter("json", lambda v: json.dumps(v))
 
 
 class HTTPTargetSpec(BaseModel):
@@ -61,6 +65,15 @@ def expand_env(text: str, where: str) -> str:
     return _ENV_VAR.sub(sub, text)
 
 
+def mask(text: str, secrets: dict[str, str]) -> str:
+    """``text`` with each secret's value (in any case: a host is printed lower-cased) shown as
+    the ``${VAR}`` it came from."""
+    for var, value in secrets.items():
+        if len(value) >= 4:
+            text = re.sub(re.escape(value), f"${{{var}}}", text, flags=re.I)
+    return text
+
+
 def render_body(
     template: Any, prompt: str, system: str, history: list[dict[str, str]] | None = None
 ) -> Any:
@@ -75,7 +88,8 @@ def render_body(
     if isinstance(template, str):
         if template.strip() in ("{{ history }}", "{{history}}"):
             return history
-        return _JINJA.from_string(template).render(prompt=prompt, system=system, history=history)
+        context = {"prompt": prompt, "system": system, "history": history}
+        return render(template, context, _JINJA, where="body")
     return template
 
 
@@ -104,25 +118,63 @@ def json_path(data: Any, path: str) -> Any:
     return cur
 
 
+#: a target file is a few lines; the bound keeps a hostile one from exhausting memory
+MAX_TARGET_BYTES = 1_000_000
+
+
 def load_http_spec(path: Path) -> HTTPTargetSpec:
+    # a target file is a shared document: its aliases and nesting are bounded like a recipe's
+    raw = path.read_bytes()
+    if len(raw) > MAX_TARGET_BYTES:
+        raise ConfigError(
+            f"{path}: the file is {len(raw):,} bytes; a target file may have at most "
+            f"{MAX_TARGET_BYTES:,}"
+        )
     try:
-        return HTTPTargetSpec.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
-    except (yaml.YAMLError, ValidationError) as e:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; save the target file as UTF-8") from None
+    _, data = load_bounded(text, str(path))
+    try:
+        spec = HTTPTargetSpec.model_validate(data)
+    except ValidationError as e:
         raise ConfigError(f"{path}: invalid HTTP target: {e}") from None
+    try:  # a stand-in turn, so that a bad or unbounded body fails before any call
+        render_body(spec.body, "prompt", "system", [{"role": "user", "content": "earlier"}])
+    except TemplateRefused as e:
+        raise ConfigError(f"{path}: body: {e.reason}; fix: {e.fix}") from None
+    except RecipeError as e:  # a syntax error, an unknown name
+        message = str(e).removeprefix("<recipe>: ")
+        raise ConfigError(
+            f"{path}: {message}; fix: correct the body template (it may use {{{{ prompt }}}}, "
+            "{{ system }} and {{ history }})"
+        ) from None
+    return spec
 
 
 class HTTPTargetAPI(ModelAPI):
     def __init__(self, spec: HTTPTargetSpec, options: ModelOptions, source: str = "") -> None:
         super().__init__(spec.name, options)
         self.spec = spec
+        where = f"target file {source or spec.name}"
+        # A secret in the scheme, host or port would be sent to DNS and printed in every
+        # message naming the host: refused, naming the variable, never its value.
+        parts = urlsplit(spec.url)
+        for var in _ENV_VAR.findall(f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"):
+            raise ConfigError(
+                f"{where}: its url {spec.url} puts ${{{var}}} in the host; a secret may go in "
+                "the headers (or the path), never in the scheme, host or port: write the host out"
+            )
         # The file is a shared document: each ${VAR} it uses must be bound by the user to the
         # host it goes to, checked here, before any call.
         self.url = expand_env(spec.url, "url")
         self.headers = {k: expand_env(v, f"header {k}") for k, v in spec.headers.items()}
+        secrets = {var: os.environ[var] for t in [spec.url, *spec.headers.values()]
+                   for var in _ENV_VAR.findall(t)}  # fmt: skip
         for text in [spec.url, *spec.headers.values()]:
             for var in _ENV_VAR.findall(text):
                 if not allowed(self.url, var, options.bound):
-                    raise refuse(f"target file {source or spec.name}", self.url, var)
+                    raise ConfigError(mask(str(refuse(where, self.url, var)), secrets))
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -135,7 +187,10 @@ class HTTPTargetAPI(ModelAPI):
     ) -> RawResponse:
         system = "\n".join(m.content for m in messages if m.role == "system")
         prompt = messages[-1].content
-        body = render_body(self.spec.body, prompt, system, _turns(messages[:-1]))
+        try:
+            body = render_body(self.spec.body, prompt, system, _turns(messages[:-1]))
+        except RecipeError as e:  # this prompt's body only: one job's failure
+            raise ProviderError(f"the target file's body: {e}", per_request=True) from None
         loop = asyncio.get_running_loop()
         if self._session is None or self._loop is not loop:
             self._session = aiohttp.ClientSession(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,7 +13,7 @@ from ..cells import attempt_values
 from ..errors import BudgetError, UsageError
 from ..llm import Usage, estimate_tokens
 from ..recipe import Recipe, Value
-from ..recipe.models import Filter
+from ..recipe.models import Filter, compile_regex
 from ..store.rundir import Run
 from ..textsim import fold
 from . import mix
@@ -27,13 +26,16 @@ def apply_filter(values: list[Value], f: Filter, seed: int) -> list[Value]:
     their case, enumerated ones are lowercase); regexes search the value as written."""
     keep = {fold(k) for k in f.keep}
     drop = {fold(d) for d in f.drop}
+    # RE2, not re: a shared recipe's regex must not backtrack for hours
+    keep_re = [compile_regex(p) for p in f.keep_regex]
+    drop_re = [compile_regex(p) for p in f.drop_regex]
     out = [
         v
         for v in values
         if (not keep or fold(v.value) in keep)
         and fold(v.value) not in drop
-        and (not f.keep_regex or any(re.search(p, v.value) for p in f.keep_regex))
-        and not any(re.search(p, v.value) for p in f.drop_regex)
+        and (not keep_re or any(r.search(v.value) for r in keep_re))
+        and not any(r.search(v.value) for r in drop_re)
     ]
     if f.max is not None and len(out) > f.max:
         # A seeded sample, not the first N: alphabetical order must not decide coverage.
