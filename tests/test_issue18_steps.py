@@ -59,3 +59,22 @@ def test_define_with_a_model_on_the_command_line_keeps_it(tmp_path):
     assert "generate on fake/test" in r.stderr
     assert {r["provenance"]["model"] for r in rows_of(out / "dataset.jsonl")} == {"fake/test"}
 
+
+# -- item 7: after topup + generate, summary.json and generate.json are current -------------
+def test_generate_after_a_topup_rewrites_the_summary_and_names_its_model(tmp_path):
+    from aart.evaluate.data import load_dataset
+
+    recipe, out = write_recipe(tmp_path, MINI_RECIPE), tmp_path / "run"
+    first = aart.run(recipe, out=out)
+    aart.topup(out, min_count=99)  # gaps everywhere: new attempts to generate
+    stats = aart.generate(out)
+    assert stats.prompts > first.stats.prompts
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["generate"]["prompts"] == stats.prompts
+    with Run.open(out, lock=False) as run:
+        totals = run.db.call_totals()
+    tokens = totals["prompt_tokens"] + totals["completion_tokens"]
+    assert summary["tokens_per_prompt"] == round(tokens / stats.prompts, 1)
+    assert load_dataset(out / "dataset.jsonl").tokens_per_prompt == summary["tokens_per_prompt"]
+    assert json.loads((out / "generate.json").read_text())["model"] == "fake/test"
+

@@ -134,12 +134,67 @@ def generate(
     model to a dataset needs ``mix_models``. With ``batch``, the calls go through the
     server's batch API (or are exported for ``vllm run-batch``: then :class:`Exported` is
     raised with the files written). With ``ray``, the calls run on a Ray cluster's workers."""
+    start = time.perf_counter()
     with Run.open(run_dir, lock="shared") as run:  # other `aart generate` workers may join
         before = run.db.call_totals()
         stats = _generate(run, model, no_cache, progress, base_url, mix_models, batch, ray)
-        after = run.db.call_totals()
-        stats.spent_now = {k: after[k] - before[k] for k in after}
+        stats.spent_now = _spent_since(run, before)
+        _write_summary(_result(run, stats, None, time.perf_counter() - start, before))
         return stats
+
+
+def _spent_since(run: Run, before: dict[str, Any]) -> dict[str, Any]:
+    after = run.db.call_totals()
+    return {k: _minus(after[k], before.get(k)) for k in after}
+
+
+def _minus(after: Any, before: Any) -> Any:
+    """``after - before`` for a figure of :meth:`RunDB.call_totals` (None: unpriced)."""
+    if isinstance(after, (int, float)) and isinstance(before, (int, float)):
+        return after - before
+    return None if after is None or before is None else after
+
+
+def _result(
+    run: Run, stats: GenerateStats, plan: Plan | None, seconds: float, before: dict[str, Any]
+) -> RunResult:
+    """The run's figures as summary.json holds them, after this invocation's Step 3."""
+    root = run.root
+    dims = {
+        name: len(run.read_dimension(name))
+        for name in run.recipe.dimensions
+        if run.dimension_path(name).exists()
+    }
+    outputs = {
+        name: str(root / name)
+        for name in (
+            "dataset.jsonl",
+            "dataset.csv",
+            "dataset.parquet",
+            "dataset.aart.csv",
+            "duplicates.jsonl",
+            "blueprint.jsonl",
+        )
+    }
+    return RunResult(
+        root,
+        stats,
+        plan,
+        dims,
+        run.db.call_totals(),
+        seconds,
+        outputs,
+        define_report(run),
+        spent_now=_spent_since(run, before),
+    )
+
+
+def _write_summary(result: RunResult) -> None:
+    """summary.json, rewritten by every invocation that writes the dataset (`aart run`,
+    `aart generate` after a top-up, `aart batch export|import`), so `aart evaluate --run`
+    never reads the tokens per prompt of an older dataset."""
+    with OutputLock(result.root):
+        (result.root / "summary.json").write_text(json.dumps(result.as_dict(), indent=2))
 
 
 def _generate(
@@ -196,7 +251,8 @@ def _generate_with(
 class RunResult:
     root: Path
     stats: GenerateStats
-    plan: Plan
+    #: Step 2's plan (None in the summary an `aart generate` rewrites)
+    plan: Plan | None
     dimensions: dict[str, int]
     usage: dict[str, Any]
     seconds: float
@@ -264,31 +320,9 @@ def run(
         if r.db.lock is not None:
             r.db.lock.share()  # Step 3 takes jobs by lease: other workers may join
         stats = _generate(r, model, no_cache, progress, base_url, mix_models, batch, ray)
-        usage = r.db.call_totals()
-        outputs = {
-            name: str(root / name)
-            for name in (
-                "dataset.jsonl",
-                "dataset.csv",
-                "dataset.parquet",
-                "dataset.aart.csv",
-                "duplicates.jsonl",
-                "blueprint.jsonl",
-            )
-        }
-        result = RunResult(
-            root,
-            stats,
-            plan,
-            dims,
-            usage,
-            time.perf_counter() - start,
-            outputs,
-            define_report(r),
-            spent_now={k: usage[k] - before[k] for k in usage},
-        )
-        with OutputLock(root):
-            (root / "summary.json").write_text(json.dumps(result.as_dict(), indent=2))
+        result = _result(r, stats, plan, time.perf_counter() - start, before)
+        result.dimensions = dims
+        _write_summary(result)
         return result
 
 
@@ -641,11 +675,15 @@ def batch_export(
         export_to=Path(out), import_from=Path(import_from) if import_from else None
     )
     result = BatchFiles()
+    start = time.perf_counter()
     with Run.open(run_dir, lock="shared") as run:
+        before = run.db.call_totals()
         try:
             result.stats = _generate(run, model, False, None, None, False, settings)
         except Exported as e:
             result.exported, result.waiting = e.files, e.waiting
+        else:
+            _write_summary(_result(run, result.stats, None, time.perf_counter() - start, before))
     if settings.made is not None:
         result.imported = settings.made.imported
     return result
