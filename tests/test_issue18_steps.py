@@ -78,3 +78,78 @@ def test_generate_after_a_topup_rewrites_the_summary_and_names_its_model(tmp_pat
     assert load_dataset(out / "dataset.jsonl").tokens_per_prompt == summary["tokens_per_prompt"]
     assert json.loads((out / "generate.json").read_text())["model"] == "fake/test"
 
+
+# -- item 6: an edited dimension file rebuilds the cells it affects -------------------------
+def _edit_values(path: Path, change) -> None:
+    import yaml
+
+    text = path.read_text()
+    header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
+    doc = yaml.safe_load(text)
+    doc["values"] = change(doc["values"])
+    path.write_text(header + yaml.safe_dump(doc, sort_keys=False))
+
+
+def _planned(lines: list[str]) -> dict[str, tuple[int, int]]:
+    import re
+
+    out = {}
+    for line in lines:
+        m = re.match(r"\s*(\w+): (\d+) of (\d+) values planned", line)
+        if m:
+            out[m[1]] = (int(m[2]), int(m[3]))
+    return out
+
+
+def test_scope_after_a_dimension_edit_rebuilds_the_cells_it_affects(tmp_path):
+    recipe, out = write_recipe(tmp_path, MINI_RECIPE), tmp_path / "run"
+    aart.run(recipe, out=out)
+    before = rows_of(out / "blueprint.jsonl")
+    # rename a primary value, add one, and take a value of another axis out
+    _edit_values(
+        out / "dimensions" / "concepts.yaml",
+        lambda vs: [("data exposure" if v == "privacy leaks" else v) for v in vs] + ["scams"],
+    )
+    _edit_values(out / "dimensions" / "formats.yaml", lambda vs: [v for v in vs if v != "poem"])
+    plan = aart.scope(out)
+    lines = plan.summary_lines()
+    assert _planned(lines) == {"concepts": (4, 4), "formats": (3, 3), "regions": (4, 4)}
+    assert any(line.startswith("note: the dimensions changed") for line in lines), lines
+    bp = rows_of(out / "blueprint.jsonl")
+    used = {axis: {c[axis] for a in bp for c in a["cells"]} for axis in ("concepts", "formats")}
+    assert used["concepts"] == {"rule breaking", "unsafe advice", "data exposure", "scams"}
+    assert "poem" not in used["formats"]
+    # the attempts of the values that stayed are where they were, cells untouched by the edit
+    # unchanged: their prompts are kept
+    kept = {a["id"]: a["cells"] for a in before}
+    same = [
+        c
+        for a in bp
+        if a["id"] in kept
+        for c, old in zip(a["cells"], kept[a["id"]], strict=False)
+        if c == old
+    ]
+    assert same
+    old_ids = {r["id"] for r in rows_of(out / "dataset.jsonl")}
+    stats = aart.generate(out)
+    assert stats.prompts == stats.requested == sum(a["queries"] for a in bp)
+    rebuilt = sum(1 for a in bp if kept.get(a["id"]) != a["cells"])
+    assert rebuilt < len(bp)
+    # only the attempts with rebuilt cells are asked for (a top-up may add one)
+    assert rebuilt <= stats.spent_now["calls"] < len(bp)
+    rows = rows_of(out / "dataset.jsonl")
+    assert old_ids & {r["id"] for r in rows}  # the prompts of untouched cells are kept
+    assert "poem" not in {r["cell"]["formats"] for r in rows}
+
+
+def test_scope_never_counts_more_values_planned_than_the_file_holds(tmp_path):
+    recipe, out = write_recipe(tmp_path, MINI_RECIPE), tmp_path / "run"
+    aart.define(recipe, out)
+    aart.scope(out)
+    _edit_values(out / "dimensions" / "concepts.yaml", lambda vs: vs[:2])
+    r = cli("scope", out)
+    assert r.returncode == 0, r.stderr
+    for axis, (planned, total) in _planned(r.stdout.splitlines()).items():
+        assert planned <= total, (axis, r.stdout)
+    assert "the dimensions changed since the blueprint was built" in r.stdout
+
