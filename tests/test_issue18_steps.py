@@ -153,3 +153,52 @@ def test_scope_never_counts_more_values_planned_than_the_file_holds(tmp_path):
         assert planned <= total, (axis, r.stdout)
     assert "the dimensions changed since the blueprint was built" in r.stdout
 
+
+# -- item 3: an unpriced paid model costs "unpriced", never $0.0000 -------------------------
+def test_an_unpriced_paid_model_is_unpriced_in_run_and_scope(tmp_path, fake_server):
+    recipe, out = write_recipe(tmp_path, MINI_RECIPE), tmp_path / "run"
+    model = ["--model", "openai/gen", "--base-url", fake_server.base_url]
+    r = cli("run", recipe, "--out", out, *model)
+    assert r.returncode == 0, r.stderr
+    assert "$0.0000" not in r.stdout and "unpriced (no price for openai/gen" in r.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["usage"]["cost"] is None and summary["usage"]["unpriced"] == ["openai/gen"]
+    r = cli("scope", out)
+    assert r.returncode == 0, r.stderr
+    assert "$0.0000" not in r.stdout and "cost unpriced on openai/gen" in r.stdout
+
+
+def test_an_unpriced_target_is_unpriced_in_the_attack_and_its_reports(tmp_path, fake_server):
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"a question {i}"}) + "\n" for i in range(3)))
+    out = tmp_path / "att"
+    r = cli(
+        "attack", data, "--target", "openai/app", "--base-url", fake_server.base_url, "--out", out
+    )
+    assert r.returncode == 0, r.stderr
+    assert "$0.0000" not in r.stdout and "unpriced" in r.stdout
+    assert json.loads((out / "attack.json").read_text())["usage"]["cost"] is None
+    for report in ("report.md", "report.html"):
+        text = (out / report).read_text()
+        assert "$0.0000" not in text and "unpriced" in text, report
+
+
+def test_calls_to_a_python_target_are_not_paid_calls(tmp_path):
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"a question {i}"}) + "\n" for i in range(3)))
+    out = tmp_path / "att"
+    r = cli(
+        "attack",
+        data,
+        "--target",
+        "targets_fixture:async_app",
+        "--out",
+        out,
+        cwd=Path(__file__).parent,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "0 paid calls and 3 calls to the target" in r.stdout
+    assert "0 paid calls and 3 calls to the target" in (out / "report.md").read_text()
+    # an attack of a free model costs $0 (nothing unpriced)
+    f = aart.attack(data, target="fake/app", out=tmp_path / "free")
+    assert f.usage["cost"] == 0.0

@@ -244,9 +244,10 @@ def generation_lines(s: Any) -> list[tuple[str, Any]]:
 
 def usage_line(u: dict[str, Any]) -> str:
     """Calls, tokens and cost as :meth:`RunDB.call_totals` gives them."""
+    from ..report.usage import calls_text, cost_text
+
     return (
-        f"{u['calls']} paid calls, {u['prompt_tokens'] + u['completion_tokens']:,} tokens, "
-        f"${u['cost']:.4f}"
+        f"{calls_text(u)}, {u['prompt_tokens'] + u['completion_tokens']:,} tokens, {cost_text(u)}"
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from ..redteam.findings import Comparison, Findings
 from .html import esc, page, table
 from .markdown import md_escape, md_table
+from .usage import calls_text, cost_text
 
 MAX_EXAMPLES = 25
 
@@ -156,7 +157,7 @@ def attack_html(f: Findings) -> str:
                 *((f"unjudged ({j})", n) for j, n in f.unjudged_by_judge.items()),
                 ("target errors", f.target_errors),
                 ("failed calls", len(f.failed_jobs)),
-                ("cost", f"${f.usage['cost']:.4f} ({f.usage['calls']} paid calls)"),
+                ("cost", f"{cost_text(f.usage)} ({calls_text(f.usage)})"),
                 ("refusal rate", f"{100 * f.refusal_rate:.1f}%"),
             ]
         ),
@@ -286,7 +287,7 @@ def attack_markdown(f: Findings) -> str:
         f"refusal rate {100 * f.refusal_rate:.1f}%",
         "- unjudged by judge: "
         + ", ".join(f"{md_escape(j)} {n}" for j, n in f.unjudged_by_judge.items()),
-        f"- cost ${f.usage['cost']:.4f} for {f.usage['calls']} paid calls",
+        f"- cost {md_escape(cost_text(f.usage))} for {calls_text(f.usage)}",
         *(
             [
                 f"- pair: {pair['successes']}/{pair['chains']} chains succeeded, by round "

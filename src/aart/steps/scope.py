@@ -13,6 +13,7 @@ from typing import Any
 from ..cells import attempt_values
 from ..errors import BudgetError, UsageError
 from ..llm import Usage, estimate_tokens
+from ..llm.factory import FREE_PROVIDERS
 from ..recipe import Recipe, Value
 from ..recipe.models import Filter
 from ..store.rundir import Run
@@ -104,7 +105,8 @@ class Plan:
     calls: int
     prompt_tokens: int
     completion_tokens: int
-    cost: float
+    #: None: the model is paid and the recipe has no price for it
+    cost: float | None
     model: str
     uses: dict[str, Counter[str]] = field(default_factory=dict)
     #: per dimension: values in its file, values the scope filters took out, and the kept
@@ -121,7 +123,9 @@ class Plan:
         lines = [
             f"attempts: {self.attempts}   cells: {self.expected_prompts} (one prompt each)",
             f"estimated: {self.calls} calls, {self.prompt_tokens + self.completion_tokens:,} tokens "
-            f"({self.prompt_tokens:,} in, {self.completion_tokens:,} out), ${self.cost:.4f} on {self.model}",
+            f"({self.prompt_tokens:,} in, {self.completion_tokens:,} out), "
+            + (f"${self.cost:.4f}" if self.cost is not None else "cost unpriced")
+            + f" on {self.model}",
         ]
         for axis, c in self.uses.items():
             counts = sorted(c.values())
@@ -153,7 +157,9 @@ def estimate(run: Run, blueprint: list[dict[str, Any]], model_name: str) -> Plan
         for cell in a["cells"]:
             for axis, v in cell.items():
                 uses.setdefault(axis, Counter())[v] += 1
-    cost = price_for(recipe, model_name).cost(Usage(prompt_tokens, completion))
+    cost: float | None = price_for(recipe, model_name).cost(Usage(prompt_tokens, completion))
+    if model_name not in recipe.prices and not model_name.startswith(FREE_PROVIDERS):
+        cost = None  # not $0: nothing says what it costs
     return Plan(
         len(blueprint),
         sum(a["queries"] for a in blueprint),
@@ -175,7 +181,7 @@ def check_budget(run: Run, plan: Plan) -> None:
         over.append(
             f"~{plan.prompt_tokens + plan.completion_tokens:,} tokens > max_tokens {b.max_tokens:,}"
         )
-    if b.max_cost is not None and plan.cost > b.max_cost:
+    if b.max_cost is not None and plan.cost is not None and plan.cost > b.max_cost:
         over.append(f"~${plan.cost:.2f} > max_cost ${b.max_cost}")
     if over:
         raise BudgetError(
