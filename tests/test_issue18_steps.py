@@ -154,6 +154,18 @@ def test_scope_never_counts_more_values_planned_than_the_file_holds(tmp_path):
     assert "the dimensions changed since the blueprint was built" in r.stdout
 
 
+# -- item 25: `python -m aart.testing.fake_server` runs without a RuntimeWarning ------------
+def test_the_fake_server_runs_as_a_module_without_a_warning():
+    r = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-m", "aart.testing.fake_server", "-h"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "RuntimeWarning" not in r.stderr and "--port" in r.stdout
+
+
 # -- item 3: an unpriced paid model costs "unpriced", never $0.0000 -------------------------
 def test_an_unpriced_paid_model_is_unpriced_in_run_and_scope(tmp_path, fake_server):
     recipe, out = write_recipe(tmp_path, MINI_RECIPE), tmp_path / "run"
