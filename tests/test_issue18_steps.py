@@ -214,3 +214,87 @@ def test_calls_to_a_python_target_are_not_paid_calls(tmp_path):
     # an attack of a free model costs $0 (nothing unpriced)
     f = aart.attack(data, target="fake/app", out=tmp_path / "free")
     assert f.usage["cost"] == 0.0
+
+
+# -- item 11: --sample N --seed S spreads an attack over the cells --------------------------
+RISKS = ["fraud", "phishing", "data theft", "account takeover", "scams", "insults"]
+
+
+@pytest.fixture
+def sorted_dataset(tmp_path):
+    """60 prompts sorted by their primary dimension, as a generated dataset is."""
+    path = tmp_path / "sorted.jsonl"
+    rows = [
+        {
+            "id": f"{risk}-{i}",
+            "prompt": f"a mild question {i} about {risk}",
+            "cell": {"risks": risk, "formats": ["email", "chat", "memo"][i % 3]},
+        }
+        for risk in RISKS
+        for i in range(10)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _attacked(out: Path) -> list[dict]:
+    return [
+        json.loads(line)
+        for line in (out / "responses.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+
+
+def test_a_sample_covers_every_value_where_a_limit_covers_the_first(sorted_dataset, tmp_path):
+    first = aart.attack(sorted_dataset, target="fake/app", out=tmp_path / "l", limit=12)
+    assert {c["value"] for c in first.by_value["risks"]} == {"fraud", "phishing"}
+    f = aart.attack(sorted_dataset, target="fake/app", out=tmp_path / "s", sample=12, seed=3)
+    assert f.prompts == 12
+    assert sorted(c["n"] for c in f.by_value["risks"]) == [2] * 6  # every risk, evenly
+    assert sorted(c["n"] for c in f.by_value["formats"]) == [4, 4, 4]
+    again = aart.attack(sorted_dataset, target="fake/app", out=tmp_path / "s2", sample=12, seed=3)
+    assert again.ids == f.ids  # seeded: the same prompts
+    other = aart.attack(sorted_dataset, target="fake/app", out=tmp_path / "s3", sample=12, seed=4)
+    assert other.ids != f.ids
+
+
+def test_the_sampled_order_extends_with_a_larger_sample():
+    from aart.redteam.sampling import stratified_order
+
+    cells = [{"risks": r, "formats": f} for r in RISKS for f in ("email", "chat", "memo")] * 4
+    small, large = stratified_order(cells, 10, 7), stratified_order(cells, 30, 7)
+    assert large[:10] == small and len(set(large)) == 30
+    assert len(stratified_order(cells, 1000, 7)) == len(cells)
+
+
+def test_a_rerun_over_fewer_prompts_is_refused_and_keeps_the_reports(sorted_dataset, tmp_path):
+    out = tmp_path / "att"
+    r = cli("attack", sorted_dataset, "--target", "fake/app", "--out", out)
+    assert r.returncode == 0, r.stderr
+    before = (out / "attack.json").read_text()
+    for args in (["--limit", "5"], ["--sample", "5"]):
+        r = cli("attack", sorted_dataset, "--target", "fake/app", "--out", out, *args)
+        assert r.returncode == 2, r.stderr
+        assert "holds an attack of every prompt" in r.stderr and "Traceback" not in r.stderr
+        assert (out / "attack.json").read_text() == before
+    # a limited attack may be extended (a larger --limit, then every prompt)
+    small = tmp_path / "small"
+    assert (
+        cli("attack", sorted_dataset, "-t", "fake/app", "-o", small, "--limit", "5").returncode == 0
+    )
+    r = cli("attack", sorted_dataset, "-t", "fake/app", "-o", small, "--limit", "3")
+    assert r.returncode == 2 and "holds an attack of --limit 5" in r.stderr
+    assert (
+        cli("attack", sorted_dataset, "-t", "fake/app", "-o", small, "--limit", "9").returncode == 0
+    )
+    assert json.loads((small / "attack.json").read_text())["prompts"] == 9
+    assert cli("attack", sorted_dataset, "-t", "fake/app", "-o", small).returncode == 0
+    assert json.loads((small / "attack.json").read_text())["prompts"] == 60
+
+
+def test_attack_help_says_what_limit_and_sample_do():
+    r = cli("attack", "--help")
+    text = " ".join(r.stdout.split())
+    assert "first N prompts, in the file's order" in text
+    assert "--sample N" in text and "spread over the cells" in text
+

@@ -376,6 +376,8 @@ def attack(
     base_url: str | None = None,
     max_tokens: int = 400,
     limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
     concurrency: int | None = None,
     no_cache: bool = False,
     baseline: str | Path | None = None,
@@ -397,7 +399,9 @@ def attack(
     """Attack ``target`` with every prompt of ``dataset`` (under every strategy), judge the
     responses, write OUT/report.html, report.md, attack.json and failures.jsonl; returns the
     findings. Settings come from :func:`attack_config`; ``findings.inconclusive`` is true when
-    too few prompts got a verdict or an endpoint failed every call."""
+    too few prompts got a verdict or an endpoint failed every call. ``limit`` takes the first
+    N prompts in the file's order; ``sample`` takes N spread over the cells (seeded by
+    ``seed``); a re-run into ``out`` over fewer or other prompts is refused."""
     return _run_attack(
         dataset,
         attack_config(
@@ -410,6 +414,8 @@ def attack(
             base_url=base_url,
             max_tokens=max_tokens,
             limit=limit,
+            sample=sample,
+            seed=seed,
             concurrency=concurrency,
             no_cache=no_cache,
             prices=prices,
@@ -443,6 +449,8 @@ def attack_config(
     base_url: str | None = None,
     max_tokens: int = 400,
     limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
     concurrency: int | None = None,
     no_cache: bool = False,
     prices: dict[str, Price] | None = None,
@@ -487,6 +495,8 @@ def attack_config(
         policy=policy,
         max_tokens=max_tokens,
         limit=limit,
+        sample=sample,
+        seed=seed,
         use_cache=not no_cache,
         options=ModelOptions(base_url=base_url, concurrency=concurrency),
         prices=all_prices,
@@ -755,6 +765,8 @@ def rejudge(
         recipe=recipe,
         base_url=base_url,
         limit=saved["limit"],
+        sample=saved.get("sample"),
+        seed=saved.get("seed") or 0,
         no_cache=no_cache,
         progress=progress,
         min_judged=min_judged,

@@ -135,7 +135,22 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
     "--system-prompt", default=None, help="The application's system prompt (overrides the recipe)."
 )
 @click.option("--max-tokens", default=400, show_default=True, help="Longest response to request.")
-@click.option("--limit", default=None, type=int, help="Attack only the first N prompts.")
+@click.option(
+    "--limit",
+    default=None,
+    type=click.IntRange(1),
+    help="Attack only the first N prompts, in the file's order (a generated dataset is sorted "
+    "by its primary dimension, so they cover few of its values: --sample spreads them).",
+)
+@click.option(
+    "--sample",
+    default=None,
+    type=click.IntRange(1),
+    metavar="N",
+    help="Attack N prompts spread over the cells: every value of every axis as evenly as "
+    "the dataset allows (a larger N with the same --seed extends the attack).",
+)
+@click.option("--seed", default=0, show_default=True, type=int, help="With --sample: its seed.")
 @click.option(
     "--concurrency",
     default=None,

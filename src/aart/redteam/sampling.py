@@ -1,0 +1,150 @@
+"""Which prompts of a dataset an attack takes: all, the first N (``--limit``, the file's
+order), or N spread over the cells (``--sample N --seed S``).
+
+A generated dataset is sorted by its primary dimension, so its first N prompts cover a few
+values of it. A sample goes round the axes, each pick the least used value of the axis (ties
+broken by the seed), and among that value's prompts the one whose other values are least
+used: every value of every axis is attacked as evenly as the dataset allows. The picks are an
+order, so a larger sample with the same seed holds the smaller one (a re-run extends it).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import UsageError
+
+#: candidates looked at per pick among a value's prompts: bounds the work on large datasets
+WINDOW = 64
+
+
+def stratified_order(cells: Sequence[dict[str, str]], n: int, seed: int) -> list[int]:
+    """``n`` indexes of ``cells`` (each record's one value per axis), spread over the values
+    of every axis; seeded, and a prefix of the order for any larger ``n``."""
+    rng = random.Random(seed)
+    n = min(n, len(cells))
+    axes = sorted({a for c in cells for a in c})
+    if not axes:  # nothing to stratify on: a seeded random sample
+        order = list(range(len(cells)))
+        rng.shuffle(order)
+        return sorted(order[:n])
+    buckets: dict[str, dict[str, list[int]]] = {a: defaultdict(list) for a in axes}
+    shuffled = list(range(len(cells)))
+    rng.shuffle(shuffled)
+    for i in shuffled:
+        for a, v in cells[i].items():
+            buckets[a][v].append(i)
+    used: dict[str, Counter[str]] = {a: Counter() for a in axes}
+    ties = {a: {v: rng.random() for v in buckets[a]} for a in axes}
+    #: per axis and value, where its untaken prompts start (taken ones are skipped)
+    start: dict[str, Counter[str]] = {a: Counter() for a in axes}
+    taken: set[int] = set()
+    picks: list[int] = []
+    idle = 0  # axes in a row without a pick: every bucket is empty
+    turn = 0
+    while len(picks) < n and idle < len(axes):
+        axis = axes[turn % len(axes)]
+        turn += 1
+        pick = _pick(axis, buckets[axis], start[axis], used, ties[axis], taken, cells)
+        if pick is None:
+            idle += 1
+            continue
+        idle = 0
+        taken.add(pick)
+        picks.append(pick)
+        for a, v in cells[pick].items():
+            used[a][v] += 1
+    # prompts without a value of some axis come last, in seeded order
+    rest = [i for i in shuffled if i not in taken]
+    picks += rest[: n - len(picks)]
+    return picks
+
+
+def _pick(
+    axis: str,
+    buckets: dict[str, list[int]],
+    start: Counter[str],
+    used: dict[str, Counter[str]],
+    ties: dict[str, float],
+    taken: set[int],
+    cells: Sequence[dict[str, str]],
+) -> int | None:
+    """The next prompt for ``axis``: of its least used value that has prompts left, the one
+    whose other values are least used (among the first WINDOW left, in seeded order)."""
+    while True:
+        for v, ids in buckets.items():  # skip the taken prompts at the front of each list
+            while start[v] < len(ids) and ids[start[v]] in taken:
+                start[v] += 1
+        left = [v for v, ids in buckets.items() if start[v] < len(ids)]
+        if not left:
+            return None
+        value = min(left, key=lambda v: (used[axis][v], ties[v]))
+        ids = buckets[value]
+        best, best_score, seen = None, 0, 0
+        for i in ids[start[value] :]:
+            if i in taken:
+                continue
+            score = sum(used[a][x] for a, x in cells[i].items() if a != axis)
+            if best is None or score < best_score:
+                best, best_score = i, score
+            seen += 1
+            if seen >= WINDOW or score == 0:
+                break
+        if best is not None:
+            return best
+        start[value] = len(ids)  # only taken prompts were left
+
+
+def describe(limit: int | None, sample: int | None, seed: int) -> str:
+    if sample is not None:
+        return f"--sample {sample} --seed {seed}"
+    if limit is not None:
+        return f"--limit {limit}"
+    return "every prompt"
+
+
+def check_selection(
+    db: Any, out: Any, limit: int | None, sample: int | None, seed: int, selected: int
+) -> str:
+    """Refuse a re-run into an attack directory that would rewrite its reports over fewer
+    prompts than it holds (another --limit, --sample or --seed); a larger selection of the
+    same kind extends the attack and is taken. ``selected``: the prompts this one takes.
+    Returns the selection for the directory's `attack_selection` meta."""
+    if limit is not None and sample is not None:
+        raise UsageError("--limit and --sample do not go together: choose one")
+    now = {"order": "sample" if sample is not None else "file", "seed": seed, "n": sample or limit}
+    if now["order"] == "file":
+        now.pop("seed")
+    if now["n"] is not None and now["n"] > selected:
+        now = {"order": "file", "n": None}  # the whole dataset, however it is asked for
+    raw = db.get_meta("attack_selection")
+    if raw is None and db.get_meta("attack_settings") is not None:
+        # an attack directory of an earlier version: its limit is in attack_dataset
+        earlier = json.loads(db.get_meta("attack_dataset") or "{}").get("limit")
+        raw = json.dumps({"order": "file", "n": earlier})
+    if raw is not None:
+        before = json.loads(raw)
+        whole = now["n"] is None
+        extends = (
+            before.get("order") == now["order"]
+            and before.get("seed") == now.get("seed")
+            and (whole or (before.get("n") is not None and now["n"] >= before["n"]))
+        )
+        if before != now and not whole and not extends:
+            was = (
+                describe(before["n"], None, 0)
+                if before.get("order") == "file"
+                else describe(None, before["n"], before.get("seed", 0))
+            )
+            again = "leave out --limit and --sample" if before["n"] is None else f"repeat {was}"
+            raise UsageError(
+                f"{out} holds an attack of {was}; this one asks for "
+                f"{describe(limit, sample, seed)}, and its reports would then cover fewer or "
+                f"other prompts. Use another --out, or {again} (a larger --limit, or a "
+                "larger --sample with the same --seed, extends an attack)"
+            )
+    return json.dumps(now, sort_keys=True)
