@@ -298,3 +298,87 @@ def test_attack_help_says_what_limit_and_sample_do():
     assert "first N prompts, in the file's order" in text
     assert "--sample N" in text and "spread over the cells" in text
 
+
+# -- item 16: unreadable datasets and unwritable outputs are one line, never a traceback ----
+def _one_line_error(r, *needles):
+    assert r.returncode in (1, 2), (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr, r.stderr
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, r.stderr
+    for needle in needles:
+        assert needle in errors[0], r.stderr
+    return errors[0]
+
+
+def test_a_latin1_csv_names_its_line_and_how_to_convert_it(tmp_path):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("prompt\na plain first question\nun caf\xe9 trop sucr\xe9\n".encode("latin-1"))
+    for command in (
+        ["evaluate", path, "--no-embeddings"],
+        ["attack", path, "-t", "fake/app", "-o", tmp_path / "a"],
+    ):
+        _one_line_error(cli(*command), f"{path}:3: not UTF-8", "iconv -f latin1")
+    # a UTF-8 file with a byte-order mark reads as before
+    path.write_bytes("\ufeffprompt\nun café\n".encode())
+    assert cli("evaluate", path, "--no-embeddings").returncode == 0
+
+
+@pytest.mark.parametrize(
+    "later, said",
+    [
+        ({"prompt": "a second question", "cell": "fraud"}, "record 2: `cell` is a string"),
+        (
+            {"prompt": "a second question", "cell": {"risks": ["fraud", "scams"]}},
+            "record 2: `cell.risks` is a list",
+        ),
+        (
+            {"prompt": "a second question", "cell": {"risks": {"a": 1}}},
+            "record 2: `cell.risks` is an object",
+        ),
+    ],
+)
+def test_a_record_whose_cell_has_another_shape_is_named(tmp_path, later, said):
+    path = tmp_path / "d.jsonl"
+    first = {"prompt": "a first question", "cell": {"risks": "fraud"}}
+    path.write_text(json.dumps(first) + "\n" + json.dumps(later) + "\n")
+    for command in (
+        ["evaluate", path, "--no-embeddings"],
+        ["attack", path, "-t", "fake/app", "-o", tmp_path / "a"],
+    ):
+        _one_line_error(cli(*command), str(path), said, "fix the record")
+
+
+def test_a_corrupt_parquet_file_is_one_line(tmp_path):
+    path = tmp_path / "d.parquet"
+    path.write_bytes(b"PAR1" + b"\x00not really parquet" * 20 + b"PAR1")
+    _one_line_error(
+        cli("evaluate", path, "--no-embeddings"), str(path), "not a readable Parquet file", ".jsonl"
+    )
+
+
+def test_a_read_only_output_directory_is_one_line(tmp_path):
+    recipe = write_recipe(tmp_path, MINI_RECIPE)
+    # /sys is read-only, whoever runs the test (root included)
+    line = _one_line_error(cli("define", recipe, "--out", "/sys/aart-test-run"), "cannot write")
+    assert "/sys/aart-test-run" in line and "writable --out" in line
+
+
+def test_a_full_disk_is_one_line_and_says_work_is_saved(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from aart.cli import main as cli_main
+    from aart.steps import generate as gen
+
+    def full(rows, path):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(gen, "write_jsonl", full)
+    recipe = write_recipe(tmp_path, MINI_RECIPE)
+    out = tmp_path / "run"
+    monkeypatch.setattr(sys, "argv", ["aart", "run", str(recipe), "--out", str(out)])
+    with pytest.raises(SystemExit) as e:
+        cli_main.main()
+    assert e.value.code == 1
+    err = capsys.readouterr().err
+    assert f"error: cannot write {out}/dataset.jsonl: No space left on device" in err
+    assert "finished work is saved" in err
