@@ -382,3 +382,18 @@ def test_a_full_disk_is_one_line_and_says_work_is_saved(tmp_path, monkeypatch, c
     err = capsys.readouterr().err
     assert f"error: cannot write {out}/dataset.jsonl: No space left on device" in err
     assert "finished work is saved" in err
+
+
+# -- item 25: the dry run counts the LLM-verification calls --------------------------------
+def test_the_dry_run_counts_llm_verification_calls(tmp_path):
+    text = MINI_RECIPE.replace(
+        "    description: regions\n", "    description: regions\n    verify: llm\n"
+    ).replace("  min_words: 2", "  min_words: 2\n  max_topups: 0")
+    recipe = write_recipe(tmp_path, text)
+    est = aart.dry_run(recipe)
+    assert est["verify_calls"] == est["generate_calls"] and est["verify_tokens"] > 0
+    assert est["total_calls"] == est["define_calls"] + est["generate_calls"] + est["verify_calls"]
+    r = cli("run", recipe, "--dry-run")
+    assert f"verification: {est['verify_calls']} calls" in r.stdout, r.stdout
+    result = aart.run(recipe, out=tmp_path / "run")  # no top-ups: the estimate is exact
+    assert result.usage["calls"] == est["total_calls"]

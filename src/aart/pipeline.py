@@ -351,7 +351,10 @@ def _check_planned_budget(
     estimate exceeds the budget, or whose cost cap has no price to count against."""
     r = load_recipe(recipe, size).recipe
     factory = ModelFactory(prices=recipe_prices(r), budget=recipe_budget(r))
-    for stage in ("define", "generate"):
+    stages = ["define", "generate"]
+    if any(d.verify == "llm" for d in r.dimensions.values()):
+        stages.append("verify")
+    for stage in stages:
         factory.check_priced(model or r.models.for_stage(stage))
     if r.budget.max_calls is None and r.budget.max_tokens is None:
         return
