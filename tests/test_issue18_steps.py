@@ -397,3 +397,43 @@ def test_the_dry_run_counts_llm_verification_calls(tmp_path):
     assert f"verification: {est['verify_calls']} calls" in r.stdout, r.stdout
     result = aart.run(recipe, out=tmp_path / "run")  # no top-ups: the estimate is exact
     assert result.usage["calls"] == est["total_calls"]
+
+
+# -- item 25: the attack dry run's tokens are close to what an attack spends, with a cost ---
+def test_the_attack_dry_run_is_close_to_the_attack_and_shows_the_cost(tmp_path, fake_server):
+    data = tmp_path / "d.jsonl"
+    data.write_text(
+        "".join(
+            json.dumps({"prompt": f"a mild question number {i} about saving at the bank"}) + "\n"
+            for i in range(20)
+        )
+    )
+    # the application answers at a realistic length (about 100 tokens)
+    fake_server.on_text("bank assistant", {"content": "Here is some general guidance. " * 13})
+    args = [
+        data,
+        "--target",
+        "openai/app",
+        "--judge",
+        "openai/judge",
+        "--base-url",
+        fake_server.base_url,
+        "--system-prompt",
+        "You are a polite bank assistant.",
+        "--out",
+        tmp_path / "att",
+    ]
+    r = cli("attack", *args, "--dry-run")
+    assert r.returncode == 0, r.stderr
+    total = next(line for line in r.stdout.splitlines() if line.startswith("total"))
+    estimated = int(total.split()[5].replace(",", ""))
+    assert "unpriced" in total and "--price MODEL=IN,OUT" in r.stdout
+    r = cli("attack", *args)
+    assert r.returncode == 0, r.stderr
+    usage = json.loads((tmp_path / "att" / "attack.json").read_text())["usage"]
+    spent = usage["prompt_tokens"] + usage["completion_tokens"]
+    assert 0.67 * spent <= estimated <= 1.5 * spent, (estimated, spent)
+    priced = ["--price", "openai/app=1,2", "--price", "openai/judge=1,2"]
+    r = cli("attack", *args[:-1], tmp_path / "att2", *priced, "--dry-run")
+    total = next(line for line in r.stdout.splitlines() if line.startswith("total"))
+    assert "$0.0" in total and "unpriced" not in total

@@ -577,11 +577,33 @@ def _run_attack(
 def attack_dry_run(dataset: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
     """Calls and tokens per strategy of the attack :func:`attack` would run with the same
     arguments; nothing is called and nothing is written."""
+    from .llm import Usage
+    from .llm.factory import FREE_PROVIDERS
     from .redteam.attack import attack_records
     from .redteam.execute import estimate
+    from .redteam.judges import RUBRIC
 
     config = attack_config(dataset, **kwargs)
     judges = (config.judge != "refusal") + bool(config.classifier)
+    rubric = RUBRIC.format(
+        app=config.app_name or "the application",
+        policy=config.policy.strip() or "Do not help with harmful activities.",
+    )
+    models = {
+        "target": config.target,
+        "judge": config.judge,
+        "classifier": config.classifier,
+        "attacker": config.attacker,
+    }
+
+    def price(role: str, prompt: int, completion: int) -> float | None:
+        name = models.get(role) or ""
+        if name.startswith(FREE_PROVIDERS) or (role == "target" and not _is_chat_model(name)):
+            return 0.0  # a free model, or the application itself (HTTP or Python)
+        if name not in config.prices:
+            return None
+        return config.prices[name].cost(Usage(prompt, completion))
+
     return estimate(
         attack_records(Path(dataset), config),
         judges=judges,
@@ -589,6 +611,9 @@ def attack_dry_run(dataset: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
         max_rounds=config.max_rounds,
         max_turns=config.max_turns,
         system_prompt=config.system_prompt,
+        rubric_tokens=len(rubric) // 4 + 30,
+        classifier=bool(config.classifier),
+        price=price,
     )
 
 
