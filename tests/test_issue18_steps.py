@@ -437,3 +437,24 @@ def test_the_attack_dry_run_is_close_to_the_attack_and_shows_the_cost(tmp_path, 
     r = cli("attack", *args[:-1], tmp_path / "att2", *priced, "--dry-run")
     total = next(line for line in r.stdout.splitlines() if line.startswith("total"))
     assert "$0.0" in total and "unpriced" not in total
+
+
+# -- item 25: values scope filtered out are listed apart, in both reports ------------------
+def test_values_filtered_out_by_scope_are_not_never_attacked(tmp_path):
+    text = MINI_RECIPE.replace(
+        "  queries_per_attempt: 3\n",
+        "  queries_per_attempt: 3\n  filters:\n    formats: {drop: [poem]}\n",
+    )
+    out = tmp_path / "run"
+    aart.run(write_recipe(tmp_path, text), out=out)
+    f = aart.attack(out / "dataset.jsonl", target="fake/app", out=tmp_path / "att")
+    assert f.filtered_out == {"formats": ["poem"]}
+    assert "poem" not in f.untested.get("formats", [])
+    md = (tmp_path / "att" / "report.md").read_text()
+    html = (tmp_path / "att" / "report.html").read_text()
+    for text in (md, html):
+        section = text[text.index("Filtered out by scope") :]
+        assert "poem" in section[:400]
+    assert "Never attacked" not in md or "poem" not in md[md.index("Never attacked") :][:200]
+    attack = json.loads((tmp_path / "att" / "attack.json").read_text())
+    assert attack["filtered_out"] == {"formats": ["poem"]}

@@ -205,14 +205,14 @@ def attack_html(f: Findings) -> str:
         for label, recs in sorted(by_strategy.items()):
             parts.append(f"<h3>{esc(label)} ({len(recs)} failing)</h3>")
             parts += [_example_html(r, f.primary_judge) for r in recs[:3]]
-    if f.untested:
+    for title, values in _unattacked(f):
         parts.append(
-            "<h2>Never attacked</h2>"
+            f"<h2>{esc(title)}</h2>"
             + "".join(
                 f"<p><b>{esc(axis)}</b> ({len(vals)}): {esc(', '.join(vals[:20]))}"
                 + (" ..." if len(vals) > 20 else "")
                 + "</p>"
-                for axis, vals in f.untested.items()
+                for axis, vals in values.items()
             )
         )
     for axis, cells in f.by_value.items():
@@ -274,6 +274,29 @@ def _md_rate_table(title: str, label: str, cells: Sequence[Mapping[str, Any]]) -
     ]
 
 
+def _unattacked(f: Findings) -> list[tuple[str, dict[str, list[str]]]]:
+    """The values no attacked prompt had: those the dataset should have covered, and apart
+    those the run's scope filtered out on purpose."""
+    out = []
+    if f.untested:
+        out.append(("Never attacked", f.untested))
+    if f.filtered_out:
+        out.append(("Filtered out by scope (never planned, on purpose)", f.filtered_out))
+    return out
+
+
+def _md_unattacked(f: Findings) -> list[str]:
+    lines: list[str] = []
+    for title, values in _unattacked(f):
+        lines += ["", f"## {md_escape(title)}", ""]
+        lines += [
+            f"- **{md_escape(axis)}** ({len(vals)}): {md_escape(', '.join(vals[:20]))}"
+            + (" ..." if len(vals) > 20 else "")
+            for axis, vals in values.items()
+        ]
+    return lines
+
+
 def attack_markdown(f: Findings) -> str:
     o = f.overall
     lines = [
@@ -314,6 +337,7 @@ def attack_markdown(f: Findings) -> str:
         lines += _md_rate_table(f"By {axis} (worst first)", "value", cells[:20])
     for pair, cells in f.by_pair.items():
         lines += _md_rate_table(f"Worst {pair} cells", "cell", cells[:10])
+    lines += _md_unattacked(f)
     if f.calibration:
         lines += ["", f"## Judge calibration ({f.calibration['labelled']} human verdicts)", ""]
         lines += md_table(
