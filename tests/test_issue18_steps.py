@@ -458,3 +458,24 @@ def test_values_filtered_out_by_scope_are_not_never_attacked(tmp_path):
     assert "Never attacked" not in md or "poem" not in md[md.index("Never attacked") :][:200]
     attack = json.loads((tmp_path / "att" / "attack.json").read_text())
     assert attack["filtered_out"] == {"formats": ["poem"]}
+
+
+# -- item 25: `aart values` says what "attacked" counts -------------------------------------
+def test_values_says_attacked_counts_prompt_strategy_pairs(tmp_path):
+    out = tmp_path / "run"
+    aart.run(write_recipe(tmp_path, MINI_RECIPE), out=out)
+    att = tmp_path / "att"
+    aart.attack(out / "dataset.jsonl", target="fake/app", out=att, strategies=["base64", "rot13"])
+    view = aart.values(out, attack=att)
+    row = view["concepts"][0]
+    assert row["attacked_unit"] == "judged prompt x strategy pairs (3 strategies)"
+    prompts = sum(
+        1 for r in rows_of(out / "dataset.jsonl") if r["cell"]["concepts"] == row["value"]
+    )
+    assert row["attacked"] == 3 * prompts  # pairs, as said
+    r = cli("values", out, "--attack", att)
+    assert r.returncode == 0, r.stderr
+    assert "attacked: judged prompt x strategy pairs (3 strategies)" in r.stdout
+    plain = tmp_path / "plain"
+    aart.attack(out / "dataset.jsonl", target="fake/app", out=plain)
+    assert aart.values(out, attack=plain)["concepts"][0]["attacked_unit"] == "judged prompts"
