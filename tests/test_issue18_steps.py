@@ -479,3 +479,12 @@ def test_values_says_attacked_counts_prompt_strategy_pairs(tmp_path):
     plain = tmp_path / "plain"
     aart.attack(out / "dataset.jsonl", target="fake/app", out=plain)
     assert aart.values(out, attack=plain)["concepts"][0]["attacked_unit"] == "judged prompts"
+
+
+# -- item 25: `aart batch export` after define/scope names --model, not --batch -------------
+def test_batch_export_of_a_run_of_another_model_names_model(tmp_path):
+    recipe, out = write_recipe(tmp_path, MINI_RECIPE), tmp_path / "run"
+    assert cli("define", recipe, "--out", out).returncode == 0
+    assert cli("scope", out).returncode == 0
+    line = _one_line_error(cli("batch", "export", out), "fake/test", "--model openai/NAME")
+    assert "--batch" not in line

@@ -237,9 +237,16 @@ def _generate_with(
     if any(d.verify == "llm" for d in run.recipe.dimensions.values()):
         verifier = _stage_model(run, models, "verify", model)
     if models.batch is not None and m.batch is None:
+        if models.batch.export_to is not None:  # `aart batch export|import`: no --batch there
+            raise UsageError(
+                f"`aart batch` writes requests for an OpenAI-compatible model, and {run.root} "
+                f"generates with {name}, which is not one: give --model openai/NAME (NAME as "
+                "vllm run-batch serves it)"
+            )
         raise UsageError(
             f"--batch needs an OpenAI-compatible model (openai/..., on a server with "
-            f"/v1/files and /v1/batches, or vllm run-batch); {name} is not one"
+            f"/v1/files and /v1/batches, or vllm run-batch); {name} is not one: give "
+            "--model openai/NAME"
         )
     tick = progress(f"generate on {name}", len(run.read_blueprint())) if progress else None
     stats = asyncio.run(_closing(models, generate_run(run, m, tick, verifier, models.batch)))
