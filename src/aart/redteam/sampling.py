@@ -116,10 +116,11 @@ def check_selection(
     Returns the selection for the directory's `attack_selection` meta."""
     if limit is not None and sample is not None:
         raise UsageError("--limit and --sample do not go together: choose one")
-    now = {"order": "sample" if sample is not None else "file", "seed": seed, "n": sample or limit}
-    if now["order"] == "file":
-        now.pop("seed")
-    if now["n"] is not None and now["n"] > selected:
+    n = sample if sample is not None else limit
+    now: dict[str, Any] = {"order": "sample" if sample is not None else "file", "n": n}
+    if sample is not None:
+        now["seed"] = seed
+    if n is not None and n > selected:
         now = {"order": "file", "n": None}  # the whole dataset, however it is asked for
     raw = db.get_meta("attack_selection")
     if raw is None and db.get_meta("attack_settings") is not None:

@@ -120,7 +120,7 @@ def rescope(
 
     # values taken out: a primary value's attempts go; elsewhere the cells get another value
     if primary in done.removed:
-        gone = set(done.removed[primary])
+        dropped = set(done.removed[primary])
         if primary in done.added:  # a rename: the new values take the old ones' attempts
             renamed = dict(zip(done.removed[primary], done.added[primary], strict=False))
         else:
@@ -128,7 +128,7 @@ def rescope(
         kept = []
         for a in out:
             first = a["cells"][0].get(primary)
-            if first in gone and first not in renamed:
+            if first in dropped and first not in renamed:
                 done.attempts_dropped += 1
                 continue
             kept.append(a)
@@ -144,12 +144,12 @@ def rescope(
     for axis, gone_list in done.removed.items():
         if axis == primary:
             continue
-        gone = set(gone_list)
+        lost = set(gone_list)
         fresh = list(done.added.get(axis, []))
         taken: Counter[str] = Counter()
         for ai, a in enumerate(out):
             for ci, cell in enumerate(a["cells"]):
-                if cell.get(axis) in gone:
+                if cell.get(axis) in lost:
                     # the new values first (a rename keeps its cells), then any value
                     pool = fresh or values[axis]
                     cell[axis] = min(pool, key=lambda v: (taken[v], rng.random()))
