@@ -506,3 +506,22 @@ def test_primary_under_another_strategy_is_a_located_recipe_error(tmp_path, stra
     # without primary (and per-value's count) the recipe loads
     text = text.replace("  primary: concepts\n", "").replace("  attempts_per_value: 2\n", "")
     assert cli("run", write_recipe(tmp_path, text), "--dry-run").returncode == 0
+
+
+def test_a_sample_spreads_over_every_axis_at_once():
+    import itertools
+    import random
+    from collections import Counter
+
+    from aart.redteam.sampling import stratified_order
+
+    combos = itertools.product("wxyz", "pqrs", "klmn")
+    cells = [{"a": a, "b": b, "c": c} for a, b, c in combos]
+    random.Random(1).shuffle(cells)
+    cells.sort(key=lambda c: c["a"])  # sorted by the primary axis, as a generated dataset is
+    for seed in range(4):
+        for n in (8, 12, 16):
+            picks = stratified_order(cells, n, seed)
+            for axis in "abc":
+                counts = Counter(cells[i][axis] for i in picks)
+                assert len(counts) == 4 and max(counts.values()) - min(counts.values()) <= 2

@@ -44,16 +44,12 @@ def stratified_order(cells: Sequence[dict[str, str]], n: int, seed: int) -> list
     start: dict[str, Counter[str]] = {a: Counter() for a in axes}
     taken: set[int] = set()
     picks: list[int] = []
-    idle = 0  # axes in a row without a pick: every bucket is empty
-    turn = 0
-    while len(picks) < n and idle < len(axes):
-        axis = axes[turn % len(axes)]
-        turn += 1
-        pick = _pick(axis, buckets[axis], start[axis], used, ties[axis], taken, cells)
+    while len(picks) < n:
+        # per axis, the most uses a value may have after this pick for the axis to stay even
+        caps = {a: -(-(len(picks) + 1) // len(buckets[a])) for a in axes}
+        pick = _pick(buckets, start, used, ties, taken, cells, caps)
         if pick is None:
-            idle += 1
-            continue
-        idle = 0
+            break
         taken.add(pick)
         picks.append(pick)
         for a, v in cells[pick].items():
@@ -65,38 +61,46 @@ def stratified_order(cells: Sequence[dict[str, str]], n: int, seed: int) -> list
 
 
 def _pick(
-    axis: str,
-    buckets: dict[str, list[int]],
-    start: Counter[str],
+    buckets: dict[str, dict[str, list[int]]],
+    start: dict[str, Counter[str]],
     used: dict[str, Counter[str]],
-    ties: dict[str, float],
+    ties: dict[str, dict[str, float]],
     taken: set[int],
     cells: Sequence[dict[str, str]],
+    caps: dict[str, int],
 ) -> int | None:
-    """The next prompt for ``axis``: of its least used value that has prompts left, the one
-    whose other values are least used (among the first WINDOW left, in seeded order)."""
-    while True:
-        for v, ids in buckets.items():  # skip the taken prompts at the front of each list
-            while start[v] < len(ids) and ids[start[v]] in taken:
-                start[v] += 1
-        left = [v for v, ids in buckets.items() if start[v] < len(ids)]
+    """The next prompt: among the first WINDOW prompts left (in seeded order) of every
+    axis's least used value, the one that puts the fewest axes above their even share
+    (``caps``), then whose values are least used."""
+    candidates: list[int] = []
+    for axis, by_value in buckets.items():
+        for v, ids in by_value.items():  # skip the taken prompts at the front of each list
+            while start[axis][v] < len(ids) and ids[start[axis][v]] in taken:
+                start[axis][v] += 1
+        left = [v for v, ids in by_value.items() if start[axis][v] < len(ids)]
         if not left:
-            return None
-        value = min(left, key=lambda v: (used[axis][v], ties[v]))
-        ids = buckets[value]
-        best, best_score, seen = None, 0, 0
-        for i in ids[start[value] :]:
+            continue
+        value = min(left, key=lambda v: (used[axis][v], ties[axis][v]))
+        ids = by_value[value]
+        seen = 0
+        for i in ids[start[axis][value] :]:
             if i in taken:
                 continue
-            score = sum(used[a][x] for a, x in cells[i].items() if a != axis)
-            if best is None or score < best_score:
-                best, best_score = i, score
+            candidates.append(i)
             seen += 1
-            if seen >= WINDOW or score == 0:
+            if seen >= WINDOW:
                 break
-        if best is not None:
-            return best
-        start[value] = len(ids)  # only taken prompts were left
+    if not candidates:
+        return None
+
+    def score(i: int) -> tuple[int, int]:
+        values = cells[i].items()
+        return (
+            sum(used[a][x] + 1 > caps[a] for a, x in values),
+            sum(used[a][x] for a, x in values),
+        )
+
+    return min(candidates, key=score)  # min keeps the first of equals: seeded order
 
 
 def describe(limit: int | None, sample: int | None, seed: int) -> str:
