@@ -153,7 +153,22 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
     "--system-prompt", default=None, help="The application's system prompt (overrides the recipe)."
 )
 @click.option("--max-tokens", default=400, show_default=True, help="Longest response to request.")
-@click.option("--limit", default=None, type=int, help="Attack only the first N prompts.")
+@click.option(
+    "--limit",
+    default=None,
+    type=click.IntRange(1),
+    help="Attack only the first N prompts, in the file's order (a generated dataset is sorted "
+    "by its primary dimension, so they cover few of its values: --sample spreads them).",
+)
+@click.option(
+    "--sample",
+    default=None,
+    type=click.IntRange(1),
+    metavar="N",
+    help="Attack N prompts spread over the cells: every value of every axis as evenly as "
+    "the dataset allows (a larger N with the same --seed extends the attack).",
+)
+@click.option("--seed", default=0, show_default=True, type=int, help="With --sample: its seed.")
 @click.option(
     "--concurrency",
     default=None,
@@ -242,20 +257,7 @@ def attack_command(
         **judging,
     )
     if dry_run:
-        est = pipeline.attack_dry_run(dataset, **settings)
-        click.echo("strategy               prompts  target  attacker  judge     tokens")
-        for r in est:
-            bound = " (at most)" if r["upper_bound"] else ""
-            click.echo(
-                f"{r['strategy']:<22} {r['prompts']:>7} {r['target_calls']:>7} "
-                f"{r['attacker_calls']:>9} {r['judge_calls']:>6} {r['tokens']:>10,}{bound}"
-            )
-        click.echo(
-            f"{'total':<22} {sum(r['prompts'] for r in est):>7} "
-            f"{sum(r['target_calls'] for r in est):>7} "
-            f"{sum(r['attacker_calls'] for r in est):>9} "
-            f"{sum(r['judge_calls'] for r in est):>6} {sum(r['tokens'] for r in est):>10,}"
-        )
+        echo_attack_estimate(pipeline.attack_dry_run(dataset, **settings))
         return
     with progress_bars() as bars:
         f = pipeline.attack(
@@ -267,6 +269,37 @@ def attack_command(
             **settings,
         )
     show_findings(f, out, min_judged, fail_above, gate_on)
+
+
+def echo_attack_estimate(est: list[dict[str, Any]]) -> None:
+    """The attack dry run's table: calls, expected tokens and cost per strategy."""
+
+    def cost(c: float | None) -> str:
+        return "unpriced" if c is None else f"${c:.4f}"
+
+    click.echo("strategy               prompts  target  attacker  judge     tokens       cost")
+    for r in est:
+        bound = " (at most)" if r["upper_bound"] else ""
+        click.echo(
+            f"{r['strategy']:<22} {r['prompts']:>7} {r['target_calls']:>7} "
+            f"{r['attacker_calls']:>9} {r['judge_calls']:>6} {r['tokens']:>10,} "
+            f"{cost(r['cost']):>10}{bound}"
+        )
+    costs = [r["cost"] for r in est]
+    total = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+    click.echo(
+        f"{'total':<22} {sum(r['prompts'] for r in est):>7} "
+        f"{sum(r['target_calls'] for r in est):>7} "
+        f"{sum(r['attacker_calls'] for r in est):>9} "
+        f"{sum(r['judge_calls'] for r in est):>6} {sum(r['tokens'] for r in est):>10,} "
+        f"{cost(total):>10}"
+    )
+    click.echo(
+        "tokens are expected figures (replies at a third of --max-tokens); unpriced: add "
+        "--price MODEL=IN,OUT"
+        if total is None
+        else "tokens are expected figures (replies at a third of --max-tokens)"
+    )
 
 
 @click.command("rejudge")

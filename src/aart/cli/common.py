@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import math
 import sys
@@ -263,12 +264,47 @@ def generation_lines(s: Any) -> list[tuple[str, Any]]:
     ] + failed_job_lines(s.failed_jobs)
 
 
+#: errno values of a place that cannot be written: read-only, not allowed, full
+_UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def storage_error(e: BaseException) -> tuple[str, int] | None:
+    """(one-line message, exit code) for a file or run.db that cannot be written (a read-only
+    or full disk), else None (a bug: its traceback is wanted)."""
+    import sqlite3
+
+    if isinstance(e, OSError) and e.errno in _UNWRITABLE | _FULL:
+        where = e.filename or "a file"
+        if e.errno in _FULL:
+            return (
+                f"cannot write {where}: {e.strerror}; free some space (or choose another "
+                "--out), then re-run the same command: finished work is saved",
+                1,
+            )
+        return (
+            f"cannot write {where}: {e.strerror}; choose a writable --out, or make it writable",
+            2,
+        )
+    if isinstance(e, sqlite3.OperationalError):
+        text = str(e)
+        if "full" in text:
+            return (
+                f"cannot write run.db: {text}; free some space, then re-run the same command: "
+                "finished work is saved",
+                1,
+            )
+        if "readonly" in text or "unable to open" in text:
+            return (f"cannot write run.db: {text}; choose a writable --out", 2)
+    return None
+
+
 def usage_line(u: dict[str, Any]) -> str:
     """Calls, tokens and cost as :meth:`RunDB.call_totals` gives them."""
+    from ..report.usage import calls_text, cost_text
+
     return (
-        f"{u['calls']} paid call{'' if u['calls'] == 1 else 's'}, "
-        f"{u['prompt_tokens'] + u['completion_tokens']:,} tokens, "
-        f"${u['cost']:.4f}"
+        f"{calls_text(u)}, {u['prompt_tokens'] + u['completion_tokens']:,} tokens, {cost_text(u)}"
     )
 
 

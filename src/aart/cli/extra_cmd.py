@@ -107,12 +107,15 @@ def topup_command(
     default=None,
     type=click.Path(exists=True, file_okay=False),
     help="An attack of the run's dataset (its --out): adds how many prompts of each value "
-    "were attacked.",
+    "were attacked and judged (with strategies: prompt x strategy pairs).",
 )
 def values_command(run_dir: str, attack_dir: str | None) -> None:
     """Per dimension and value: planned, generated, mentioned (keywords) and attacked, and
     why a value is missing: filtered out, never planned, or planned but missing."""
     view = pipeline.values(run_dir, attack=attack_dir)
+    units = {r["attacked_unit"] for rows in view.values() for r in rows if r["attacked_unit"]}
+    for unit in sorted(units):
+        click.echo(f"attacked: {unit}")
     for dim, rows in view.items():
         statuses = Counter(r["status"] for r in rows)
         click.echo(

@@ -12,6 +12,7 @@ from ..errors import AartError
 from ..textsafe import install_safe_output
 from .attack_cmd import attack_command, rejudge_command
 from .batch_cmd import batch_command
+from .common import storage_error
 from .endpoints_cmd import endpoints_command
 from .evaluate_cmd import evaluate_command
 from .extra_cmd import baseline_command, topup_command, values_command
@@ -77,6 +78,12 @@ def main() -> None:
     except AartError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(e.exit_code)
+    except Exception as e:  # a read-only or full disk: one line, not a traceback
+        said = storage_error(e)
+        if said is None:
+            raise
+        click.echo(f"error: {said[0]}", err=True)
+        sys.exit(said[1])
 
 
 if __name__ == "__main__":

@@ -51,6 +51,14 @@ def dry_run_text(e: dict[str, Any]) -> str:
         f"  Step 3  {e['attempts']} attempts -> {e['expected_prompts']} prompts, "
         f"{e['generate_calls']} calls, ~{e['generate_prompt_tokens']:,} tokens in and "
         f"~{e['generate_completion_tokens']:,} out on {e['model']} (top-ups not counted)",
+        *(
+            [
+                f"          verification: {e['verify_calls']} calls, "
+                f"~{e['verify_tokens']:,} tokens on {e['verify_model']}"
+            ]
+            if e.get("verify_calls")
+            else []
+        ),
         f"  total   {e['total_calls']} calls, ~{e['total_tokens']:,} tokens",
         f"  cost    {cost}",
         f"  time    {time}",

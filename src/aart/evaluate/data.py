@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..recipe import Value
-from ..store.export import iter_jsonl
+from ..store.export import iter_jsonl, utf8_lines
 
 # The released AART dataset's columns, mapped onto the demo recipe's dimensions.
 AART_AXES = {"policy_concepts": ("crime", None), "task_formats": ("use_case", ",")}
@@ -88,12 +88,7 @@ def iter_rows(path: Path, size: int | None = None) -> Iterator[list[dict[str, An
     size = size or CHUNK
     suffix = path.suffix.lower()
     if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        # pre_buffer (the default) keeps what it read ahead: memory grew with the file
-        parquet = pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)
-        for batch in parquet.iter_batches(batch_size=size):
-            yield batch.to_pylist()
+        yield from _parquet_chunks(path, size)
         return
     rows: Iterator[dict[str, Any]]
     if suffix in (".jsonl", ".ndjson"):
@@ -114,8 +109,32 @@ def iter_rows(path: Path, size: int | None = None) -> Iterator[list[dict[str, An
 
 
 def _csv_rows(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8", newline="") as f:
-        yield from csv.DictReader(f)
+    yield from csv.DictReader(text for _, text in utf8_lines(path))
+
+
+def _parquet_chunks(path: Path, size: int) -> Iterator[list[dict[str, Any]]]:
+    """A Parquet file's records; a file pyarrow cannot read is a usage error naming it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        # pre_buffer (the default) keeps what it read ahead: memory grew with the file
+        parquet = pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)
+        batches = parquet.iter_batches(batch_size=size)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            yield batch.to_pylist()
+    except (pa.ArrowException, OSError) as e:
+        if isinstance(e, OSError) and not isinstance(e, pa.ArrowException) and e.errno:
+            raise  # the disk's, not the file's
+        reason = " ".join(str(e).split())[:200]
+        raise UsageError(
+            f"{path}: not a readable Parquet file ({reason}); export it again, or give the "
+            "dataset as .jsonl or .csv"
+        ) from None
 
 
 def _tokens_per_prompt(path: Path) -> float | None:
@@ -133,6 +152,12 @@ def _tokens_per_prompt(path: Path) -> float | None:
                 return None
             return float(value) if isinstance(value, (int, float)) else None
     return None
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, for a message (never the value itself: it is data)."""
+    names = {str: "a string", list: "a list", dict: "an object", bool: "a boolean"}
+    return names.get(type(value), f"a {type(value).__name__}")
 
 
 def parse_mapping(items: tuple[str, ...], what: str, form: str = "NAME=COLUMN") -> dict[str, str]:
@@ -189,10 +214,13 @@ def iter_dataset(
     # runs/bank/dataset.jsonl is better called "bank" than "dataset"
     default_name = path.parent.name if path.stem == "dataset" and path.parent.name else path.stem
     layout: _Layout | None = None
+    start = 0
     for rows in iter_rows(path, size):
         if layout is None:
             layout = _Layout.of(path, rows[0], text_column, axis_columns, annotation_columns)
+        layout.check(path, rows, start)
         yield layout.dataset(name or default_name, rows, _tokens_per_prompt(path))
+        start += len(rows)
     if layout is None:
         raise UsageError(f"{path} holds no records; nothing to evaluate or attack")
 
@@ -249,6 +277,41 @@ class _Layout:
             layout.nested_axes = True
         layout.first = first
         return layout
+
+    def check(self, path: Path, rows: list[dict[str, Any]], start: int) -> None:
+        """Refuse, naming the file and the record, a record whose nested objects have
+        another shape than the layout (decided from the first record) expects: a `cell`
+        that is not an object, a cell value that is not one text."""
+        nested = [("cell", self.nested_cells), ("annotations", self.nested_cells)]
+        nested.append(("annotations", self.nested_axes))
+        for k, r in enumerate(rows, start=start + 1):
+            for key, used in nested:
+                if not used or r.get(key) is None:
+                    continue
+                obj = r[key]
+                if not isinstance(obj, dict):
+                    raise UsageError(
+                        f"{path}: record {k}: `{key}` is {_kind(obj)}, not an object of "
+                        f"dimension: value as in record 1; fix the record"
+                    )
+                for axis, v in obj.items():
+                    if v is not None and not isinstance(v, (str, int, float)):
+                        raise UsageError(
+                            f"{path}: record {k}: `{key}.{axis}` is {_kind(v)}; a {key} holds "
+                            "one value per dimension (an attempt's several values go in "
+                            "`axes`); fix the record"
+                        )
+            if self.nested_axes and r.get("axes") is not None:
+                axes = r["axes"]
+                bad = not isinstance(axes, dict) or any(
+                    not isinstance(v, list) or not all(isinstance(x, str) for x in v)
+                    for v in axes.values()
+                )
+                if bad:
+                    raise UsageError(
+                        f"{path}: record {k}: `axes` must be an object of dimension: [values] "
+                        "as in record 1; fix the record"
+                    )
 
     def dataset(self, name: str, rows: list[dict[str, Any]], tokens: float | None) -> Dataset:
         ds = Dataset(name, [], tokens_per_prompt=tokens, notes=list(self.notes))

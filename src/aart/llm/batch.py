@@ -331,7 +331,7 @@ class BatchQueue:
                 completion_tokens=usage.completion_tokens,
                 latency=0.0,
                 finish_reason=finish_reason,
-                cost=cost,
+                cost=cost if model is None or model.priced else None,
                 tag=f"batch:{req.custom_id}",
             )
         )

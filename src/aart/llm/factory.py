@@ -77,6 +77,7 @@ class ModelFactory:
             price=self.prices.get(name, Price()),
             budget=self.budget,
         )
+        m.priced = name in self.prices or name.startswith(FREE_PROVIDERS)
         if self.batch is not None and self.batch.accepts(api):
             m.batch = self.batch
             self.batch.register(m)

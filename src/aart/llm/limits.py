@@ -125,7 +125,7 @@ class Budget:
             max_cost=max_cost,
             calls=spent["calls"],
             tokens=spent["prompt_tokens"] + spent["completion_tokens"],
-            cost=spent["cost"],
+            cost=spent.get("priced_cost", spent["cost"]) or 0.0,  # None: unpriced calls
         )
 
     def reserve(self) -> None:

@@ -40,7 +40,8 @@ class CallRecord:
     completion_tokens: int
     latency: float
     finish_reason: str
-    cost: float
+    #: None: a paid model without a price (shown as "unpriced", never as $0)
+    cost: float | None
     error: str | None = None
     raw_text: str | None = None
     tag: str | None = None
@@ -98,6 +99,8 @@ class Model:
         self.store = store
         self.use_cache = use_cache
         self.price = price or Price()
+        #: False for a paid model without a price: its calls cost "unpriced" (NULL), not $0
+        self.priced = True
         self.budget = budget
         self.retry = RetryPolicy(
             self.options.max_retries, self.options.backoff_base, self.options.backoff_max
@@ -367,7 +370,7 @@ class Model:
                 completion_tokens=raw.usage.completion_tokens,
                 latency=latency,
                 finish_reason=raw.finish_reason,
-                cost=cost,
+                cost=cost if self.priced else None,
                 error=error,
                 raw_text=raw.text if error else None,
                 tag=tag,

@@ -307,6 +307,18 @@ def cross_check(r: Recipe) -> list[tuple[Path, str, str]]:
             )
         else:
             known(s.primary, ("scope", "primary"))
+    elif s.primary is not None or "attempts_per_value" in s.model_fields_set:
+        # per-value's settings would be silently ignored: the mix is not the one asked for
+        key = "primary" if s.primary is not None else "attempts_per_value"
+        problems.append(
+            (
+                ("scope", key),
+                f"`{key}` applies to the per-value strategy only; {s.strategy} uses every "
+                "dimension alike"
+                + (" (set `attempts:` for the number of attempts)" if key != "primary" else ""),
+                f"remove scope.{key}, or use strategy: per-value",
+            )
+        )
     for section in ("sample", "filters", "weights"):
         for name in getattr(s, section):
             known(name, ("scope", section, name))

@@ -28,6 +28,7 @@ from .findings import Agreement, Comparison, Findings
 from .judge_accuracy import Accuracy, built_in, from_labels
 from .judges import NOTHING_SAID, RUBRIC_JUDGES, GuardJudge, LLMJudge, RefusalJudge, judge_name
 from .results import ResultLine, State, result_line, state_of
+from .sampling import check_selection, stratified_order
 from .strategies import IDENTITY, Strategy, needs_attacker, parse_strategy
 from .targets import ReplayAPI, create_target
 
@@ -44,6 +45,9 @@ class AttackConfig:
     policy: str = ""
     max_tokens: int = 400
     limit: int | None = None
+    #: N prompts spread over the cells (``sampling.stratified_order``), seeded
+    sample: int | None = None
+    seed: int = 0
     use_cache: bool = True
     options: ModelOptions = field(default_factory=ModelOptions)
     #: US dollars per million tokens, by model name (the recipe's prices and --price)
@@ -123,7 +127,8 @@ def attack_records(path: Path, config: AttackConfig) -> list[dict[str, Any]]:
     chosen = strategy_list(config.strategies)
     axis = len(chosen) > 1 or any(r.get("strategy") for r in rows)
     out = []
-    for i, text in enumerate(ds.texts[: config.limit or None]):
+    for i in selected(ds, config):
+        text = ds.texts[i]
         row = rows[i] if i < len(rows) else {}
         rid = str(row.get("id") or "") or f"p{i:06d}"
         own = row.get("strategy")
@@ -131,6 +136,16 @@ def attack_records(path: Path, config: AttackConfig) -> list[dict[str, Any]]:
             cell = {**ds.cell_of(i), "strategy": s.label} if axis else ds.cell_of(i)
             out.append({"index": i, "id": rid, "prompt": text, "cell": cell, "strategy": s.label})
     return out
+
+
+def selected(ds: Any, config: AttackConfig) -> list[int]:
+    """The dataset positions the attack takes: --sample over the cells, else --limit."""
+    if config.sample is not None:
+        if config.limit is not None:
+            raise UsageError("--limit and --sample do not go together: choose one")
+        cells = [ds.cell_of(i) for i in range(len(ds))]
+        return sorted(stratified_order(cells, config.sample, config.seed))
+    return list(range(len(ds)))[: config.limit or None]
 
 
 def strategy_list(specs: list[str]) -> list[Strategy]:
@@ -155,7 +170,16 @@ class Attack:
         self.out.mkdir(parents=True, exist_ok=True)
         self.db = RunDB(self.out / "run.db", lock="shared")  # other attack workers may join
         try:
+            selection = check_selection(  # before _check_settings sets its meta
+                self.db,
+                self.out,
+                config.limit,
+                config.sample,
+                config.seed,
+                len({r["index"] for r in self.records}),
+            )
             self._check_settings()
+            self.db.set_meta("attack_selection", selection)
             self.budget = Budget.resuming(
                 self.db.call_totals(),
                 max_calls=config.max_calls,
@@ -198,6 +222,8 @@ class Attack:
                         "target": config.target,
                         "target_name": self.target_name,
                         "limit": config.limit,
+                        "sample": config.sample,
+                        "seed": config.seed,
                         "text_column": config.text_column,
                         "axis_columns": config.axis_columns,
                         "annotation_columns": config.annotation_columns,

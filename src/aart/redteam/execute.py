@@ -5,6 +5,7 @@ repeated after a crash is answered from the cache: no paid call twice."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -247,6 +248,14 @@ class Executor:
         }
 
 
+#: an expected reply, as a share of --max-tokens: refusals are short, and few answers reach
+#: the cap (counting every reply at the cap overestimated an attack's tokens 3x)
+REPLY_SHARE = 1 / 3
+#: tokens of a judge's verdict (JSON with a short rationale) and of a classifier's label
+VERDICT_TOKENS = 80
+LABEL_TOKENS = 5
+
+
 def estimate(
     records: list[dict[str, Any]],
     *,
@@ -255,13 +264,22 @@ def estimate(
     max_rounds: int,
     max_turns: int,
     system_prompt: str = "",
+    rubric_tokens: int = 350,
+    classifier: bool = False,
+    price: Callable[[str, int, int], float | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Calls and tokens per strategy, nothing spent: target, attacker and judge calls
-    (``judges``: the LLM judge and classifier in use). pair and crescendo stop at the first
-    success, so theirs are upper bounds."""
+    (``judges``: the LLM judge and classifier in use; ``classifier``: one of them is a
+    classifier). pair and crescendo stop at the first success, so theirs are upper bounds.
+    Replies count at REPLY_SHARE of ``max_tokens``; ``rubric_tokens`` is the LLM judge's
+    instructions. ``price(role, prompt_tokens, completion_tokens)`` ("target", "attacker",
+    "judge", "classifier") gives each row a ``cost`` (None: unpriced)."""
     from .strategies import parse_strategy
 
+    reply = max(1, round(max_tokens * REPLY_SHARE))
+    llm_judges = judges - int(classifier)
     rows: dict[str, dict[str, Any]] = {}
+    spent: dict[str, dict[str, list[int]]] = {}
     for r in records:
         s = parse_strategy(r["strategy"])
         prompt = len(r["prompt"]) // 4 + len(system_prompt) // 4 + 8
@@ -281,8 +299,22 @@ def estimate(
         row["target_calls"] += sends
         row["attacker_calls"] += asks
         row["judge_calls"] += judged * judges
+        by_role = spent.setdefault(s.label, {})
+
+        def add(role: str, calls: int, p: int, c: int, by_role: dict = by_role) -> None:
+            t = by_role.setdefault(role, [0, 0])
+            t[0] += calls * p
+            t[1] += calls * c
+
         # a multi-turn conversation re-sends its earlier turns with every new one
         turns = sends * (sends + 1) // 2 if s.kind == "multiturn" else sends
-        row["tokens"] += turns * (prompt + max_tokens) + asks * (prompt + 300 + 600)
-        row["tokens"] += judged * judges * (prompt + max_tokens + 350 + 200)
+        add("target", turns, prompt, reply)
+        add("attacker", asks, prompt + 300, 300)
+        add("judge", judged * llm_judges, prompt + reply + rubric_tokens, VERDICT_TOKENS)
+        add("classifier", judged * int(classifier), prompt + reply + 20, LABEL_TOKENS)
+    for label, row in rows.items():
+        row["tokens"] = sum(p + c for p, c in spent[label].values())
+        if price is not None:
+            costs = [price(role, p, c) for role, (p, c) in spent[label].items() if p or c]
+            row["cost"] = None if any(c is None for c in costs) else sum(costs)  # type: ignore[misc]
     return list(rows.values())

@@ -105,6 +105,9 @@ class Findings:
     warnings: list[str]
     #: per axis, the values of the run's (or recipe's) lists that no attacked prompt had
     untested: dict[str, list[str]] = field(default_factory=dict)
+    #: per axis, the values of the run's dimension files that its scope filtered out on
+    #: purpose (never planned, so not "never attacked")
+    filtered_out: dict[str, list[str]] = field(default_factory=dict)
     #: iterative strategies' figures ("pair": success by round, queries per success)
     strategy_stats: dict[str, Any] = field(default_factory=dict)
     #: each judge against the people's verdicts (`aart review --attack`), when there are any

@@ -11,6 +11,7 @@ from typing import Any
 from ..redteam.findings import Comparison, Findings
 from .html import esc, page, table
 from .markdown import md_escape, md_table
+from .usage import calls_text, cost_text
 
 MAX_EXAMPLES = 25
 
@@ -256,7 +257,7 @@ def attack_html(f: Findings) -> str:
                 *((f"unjudged ({j})", n) for j, n in f.unjudged_by_judge.items()),
                 ("target errors", f.target_errors),
                 ("failed calls", len(f.failed_jobs)),
-                ("cost", f"${f.usage['cost']:.4f} ({plural(f.usage['calls'], 'paid call')})"),
+                ("cost", f"{cost_text(f.usage)} ({calls_text(f.usage)})"),
                 ("refusal rate", f"{100 * f.refusal_rate:.1f}%"),
             ]
         ),
@@ -314,14 +315,14 @@ def attack_html(f: Findings) -> str:
         for label, recs in sorted(by_strategy.items()):
             parts.append(f"<h3>{esc(label)} ({len(recs)} failing)</h3>")
             parts += [_example_html(r, f.primary_judge) for r in recs[:3]]
-    if f.untested:
+    for title, values in _unattacked(f):
         parts.append(
-            "<h2>Never attacked</h2>"
+            f"<h2>{esc(title)}</h2>"
             + "".join(
                 f"<p><b>{esc(axis)}</b> ({len(vals)}): {esc(', '.join(vals[:20]))}"
                 + (" ..." if len(vals) > 20 else "")
                 + "</p>"
-                for axis, vals in f.untested.items()
+                for axis, vals in values.items()
             )
         )
     for axis, cells in f.by_value.items():
@@ -408,6 +409,29 @@ def _md_rate_table(
     ]
 
 
+def _unattacked(f: Findings) -> list[tuple[str, dict[str, list[str]]]]:
+    """The values no attacked prompt had: those the dataset should have covered, and apart
+    those the run's scope filtered out on purpose."""
+    out = []
+    if f.untested:
+        out.append(("Never attacked", f.untested))
+    if f.filtered_out:
+        out.append(("Filtered out by scope (never planned, on purpose)", f.filtered_out))
+    return out
+
+
+def _md_unattacked(f: Findings) -> list[str]:
+    lines: list[str] = []
+    for title, values in _unattacked(f):
+        lines += ["", f"## {md_escape(title)}", ""]
+        lines += [
+            f"- **{md_escape(axis)}** ({len(vals)}): {md_escape(', '.join(vals[:20]))}"
+            + (" ..." if len(vals) > 20 else "")
+            for axis, vals in values.items()
+        ]
+    return lines
+
+
 def attack_markdown(f: Findings) -> str:
     note = honest_note(f)
     corrected = corrected_line(f)
@@ -427,7 +451,7 @@ def attack_markdown(f: Findings) -> str:
         f"refusal rate {100 * f.refusal_rate:.1f}%",
         "- unjudged by judge: "
         + ", ".join(f"{md_escape(j)} {n}" for j, n in f.unjudged_by_judge.items()),
-        f"- cost ${f.usage['cost']:.4f} for {plural(f.usage['calls'], 'paid call')}",
+        f"- cost {md_escape(cost_text(f.usage))} for {calls_text(f.usage)}",
         *(
             f"- {md_escape(j)}: mean score {sc['mean']:.2f} over {sc['n']}"
             for j, sc in f.scores.items()
@@ -451,6 +475,7 @@ def attack_markdown(f: Findings) -> str:
         lines += _md_rate_table(f"By {axis} (worst first)", "value", cells[:20], count)
     for pair_axes, cells in f.by_pair.items():
         lines += _md_rate_table(f"Worst {pair_axes} cells", "cell", cells[:10], count)
+    lines += _md_unattacked(f)
     if f.calibration:
         lines += ["", f"## Judge calibration ({f.calibration['labelled']} human verdicts)", ""]
         lines += md_table(

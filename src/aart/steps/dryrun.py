@@ -13,6 +13,7 @@ from ..recipe import Recipe, Value, load_recipe
 from .common import recipe_prices
 from .prompting import completion_estimate, render_messages
 from .scope import apply_filter, build_blueprint
+from .verify import verify_estimate
 
 #: output tokens per second of one request, when the recipe gives none: the embedded model's,
 #: measured on a 2-core machine (bench/bench_embedded.py); a fake model answers at once
@@ -31,7 +32,8 @@ def dry_run(
     r = loaded.recipe
     define_model = model or r.models.for_stage("define")
     gen_model = model or r.models.for_stage("generate")
-    for name in {define_model, gen_model}:
+    verify_model = model or r.models.for_stage("verify")
+    for name in {define_model, gen_model, verify_model}:
         check_model_name(name)
     define_calls = define_tokens = define_completion = 0
     values: dict[str, list[str]] = {}
@@ -57,11 +59,26 @@ def dry_run(
     blueprint = build_blueprint(r, values)
     prompt = sum(estimate_tokens(render_messages(r, a)) for a in blueprint)
     completion = sum(completion_estimate(r, a["queries"]) for a in blueprint)
-    total_calls = define_calls + len(blueprint)
-    total_tokens = define_tokens + prompt + completion
+    # LLM verification: one verifier call per generation call's answer
+    verify_calls = verify_prompt = verify_completion = 0
+    for a in blueprint:
+        calls, p, c = verify_estimate(r, a["queries"])
+        verify_calls, verify_prompt, verify_completion = (
+            verify_calls + calls,
+            verify_prompt + p,
+            verify_completion + c,
+        )
+    total_calls = define_calls + len(blueprint) + verify_calls
+    total_tokens = define_tokens + prompt + completion + verify_prompt + verify_completion
     cost = _priced(r, define_model, define_tokens - define_completion, define_completion)
     gen_cost = _priced(r, gen_model, prompt, completion, batch)
+    if verify_calls:
+        v_cost = _priced(r, verify_model, verify_prompt, verify_completion, batch)
+        gen_cost = None if gen_cost is None or v_cost is None else gen_cost + v_cost
     seconds = None if batch else _seconds(r, gen_model, define_completion + completion)
+    if seconds is not None and verify_calls:
+        v_seconds = _seconds(r, verify_model, verify_completion)
+        seconds = None if v_seconds is None else seconds + v_seconds
     b = r.budget
     over = []
     if b.max_calls is not None and total_calls > b.max_calls:
@@ -83,6 +100,9 @@ def dry_run(
         "generate_calls": len(blueprint),
         "generate_prompt_tokens": prompt,
         "generate_completion_tokens": completion,
+        "verify_model": verify_model,
+        "verify_calls": verify_calls,
+        "verify_tokens": verify_prompt + verify_completion,
         "total_calls": total_calls,
         "total_tokens": total_tokens,
         "cost": total_cost,

@@ -484,6 +484,7 @@ class Generator:
                 break
         with OutputLock(self.run.root):  # cooperating workers write one at a time
             kept, duplicates, stats, _ = self.dataset()
+            stats.model = self.model.name  # generate.json names it too
             self.write_outputs(kept, duplicates, stats)
         stats.batches = self.batch.submitted if self.batch is not None else 0
         return stats

@@ -12,6 +12,7 @@ from typing import Any
 from ..cells import attempt_values
 from ..errors import BudgetError, UsageError
 from ..llm import Usage, estimate_tokens
+from ..llm.factory import FREE_PROVIDERS
 from ..recipe import Recipe, Value
 from ..recipe.models import Filter, compile_regex
 from ..store.rundir import Run
@@ -106,7 +107,8 @@ class Plan:
     calls: int
     prompt_tokens: int
     completion_tokens: int
-    cost: float
+    #: None: the model is paid and the recipe has no price for it
+    cost: float | None
     model: str
     uses: dict[str, Counter[str]] = field(default_factory=dict)
     #: per dimension: values in its file, values the scope filters took out, and the kept
@@ -114,17 +116,24 @@ class Plan:
     available: dict[str, int] = field(default_factory=dict)
     filtered_out: dict[str, list[str]] = field(default_factory=dict)
     unplanned: dict[str, list[str]] = field(default_factory=dict)
+    #: per dimension: values the blueprint uses that its file no longer holds (a hand edit)
+    not_in_file: dict[str, list[str]] = field(default_factory=dict)
+    #: what the reader should know (a blueprint rebuilt after an edit of the dimensions)
+    notes: list[str] = field(default_factory=list)
 
     def summary_lines(self) -> list[str]:
         lines = [
             f"attempts: {self.attempts}   cells: {self.expected_prompts} (one prompt each)",
             f"estimated: {self.calls} calls, {self.prompt_tokens + self.completion_tokens:,} tokens "
-            f"({self.prompt_tokens:,} in, {self.completion_tokens:,} out), ${self.cost:.4f} on {self.model}",
+            f"({self.prompt_tokens:,} in, {self.completion_tokens:,} out), "
+            + (f"${self.cost:.4f}" if self.cost is not None else "cost unpriced")
+            + f" on {self.model}",
         ]
         for axis, c in self.uses.items():
             counts = sorted(c.values())
             total = self.available.get(axis, len(c))
-            line = f"  {axis}: {len(c)} of {total} values planned"
+            extra = self.not_in_file.get(axis, [])
+            line = f"  {axis}: {len(c) - len(extra)} of {total} values planned"
             if counts:
                 line += f", queries per value min {counts[0]} max {counts[-1]}"
             if self.filtered_out.get(axis):
@@ -133,8 +142,10 @@ class Plan:
                 shown = ", ".join(self.unplanned[axis][:5])
                 more = len(self.unplanned[axis]) - 5
                 line += f"; never planned: {shown}" + (f" (+{more})" if more > 0 else "")
+            if extra:
+                line += f"; {len(extra)} not in its dimension file: {', '.join(extra[:5])}"
             lines.append(line)
-        return lines
+        return lines + [f"note: {n}" for n in self.notes]
 
 
 def estimate(run: Run, blueprint: list[dict[str, Any]], model_name: str) -> Plan:
@@ -148,7 +159,9 @@ def estimate(run: Run, blueprint: list[dict[str, Any]], model_name: str) -> Plan
         for cell in a["cells"]:
             for axis, v in cell.items():
                 uses.setdefault(axis, Counter())[v] += 1
-    cost = price_for(recipe, model_name).cost(Usage(prompt_tokens, completion))
+    cost: float | None = price_for(recipe, model_name).cost(Usage(prompt_tokens, completion))
+    if model_name not in recipe.prices and not model_name.startswith(FREE_PROVIDERS):
+        cost = None  # not $0: nothing says what it costs
     return Plan(
         len(blueprint),
         sum(a["queries"] for a in blueprint),
@@ -170,7 +183,7 @@ def check_budget(run: Run, plan: Plan) -> None:
         over.append(
             f"~{plan.prompt_tokens + plan.completion_tokens:,} tokens > max_tokens {b.max_tokens:,}"
         )
-    if b.max_cost is not None and plan.cost > b.max_cost:
+    if b.max_cost is not None and plan.cost is not None and plan.cost > b.max_cost:
         over.append(f"~${plan.cost:.2f} > max_cost ${b.max_cost}")
     if over:
         raise BudgetError(
@@ -182,22 +195,40 @@ def check_budget(run: Run, plan: Plan) -> None:
 
 def scope_run(run: Run, model_name: str, *, force: bool = False) -> Plan:
     """Write ``blueprint.jsonl`` (kept if it exists, unless ``force``) and return its plan."""
+    from .rescope import BUILT_FROM, built_from, rescope
+
     path = run.path("blueprint.jsonl")
+    values = {k: [v.value for v in vs] for k, vs in scoped_values(run).items()}
+    notes = []
     if path.exists() and not force:
         blueprint = run.read_blueprint()
+        # the dimension files (or filters) edited since: rebuild the cells the edit affects
+        blueprint, done = rescope(
+            run.recipe, blueprint, values, built_from(run.db.get_meta(BUILT_FROM))
+        )
+        if done.changed:
+            _write_blueprint(run, blueprint)
+            notes.append(done.note(str(run.root)))
     else:
-        values = {k: [v.value for v in vs] for k, vs in scoped_values(run).items()}
         blueprint = build_blueprint(run.recipe, values)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text("".join(json.dumps(a, ensure_ascii=False) + "\n" for a in blueprint))
-        tmp.replace(path)
+        _write_blueprint(run, blueprint)
+    if built_from(run.db.get_meta(BUILT_FROM)) != values:
+        run.db.set_meta(BUILT_FROM, json.dumps(values, ensure_ascii=False))
     plan = estimate(run, blueprint, model_name)
-    kept = scoped_values(run)
+    plan.notes = notes
     for name in run.recipe.dimensions:
         every = [v.value for v in run.read_dimension(name)]
-        scoped = {v.value for v in kept[name]}
+        scoped = set(values[name])
         plan.available[name] = len(every)
         plan.filtered_out[name] = [v for v in every if v not in scoped]
         plan.unplanned[name] = [v for v in every if v in scoped and not plan.uses[name][v]]
+        plan.not_in_file[name] = sorted(set(plan.uses[name]) - set(every))
     check_budget(run, plan)
     return plan
+
+
+def _write_blueprint(run: Run, blueprint: list[dict[str, Any]]) -> None:
+    path = run.path("blueprint.jsonl")
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(a, ensure_ascii=False) + "\n" for a in blueprint))
+    tmp.replace(path)

@@ -22,9 +22,19 @@ MISSING = "planned but missing"
 OK = "ok"
 
 
+def attacked_unit(summary: dict[str, Any]) -> str:
+    """What the attack's per-value counts count: judged prompts, or, with strategies, judged
+    (prompt, strategy) pairs (a prompt counts once per strategy)."""
+    strategies = [c["value"] for c in summary.get("by_value", {}).get("strategy", [])]
+    if len(strategies) > 1:
+        return f"judged prompt x strategy pairs ({len(strategies)} strategies)"
+    return "judged prompts"
+
+
 def value_view(run: Run, attack_dir: str | Path | None = None) -> dict[str, list[dict[str, Any]]]:
     """Per dimension, one row per value of its dimension file: value, status, planned,
-    generated, mentioned, attacked (None without an attack)."""
+    generated, mentioned, attacked (None without an attack) and what `attacked` counts
+    (``attacked_unit``: judged prompts, or judged prompt x strategy pairs)."""
     dims = run.recipe.dimensions
     every = {name: run.read_dimension(name) for name in dims}
     scoped = {name: {v.value for v in vs} for name, vs in scoped_values(run).items()}
@@ -43,11 +53,13 @@ def value_view(run: Run, attack_dir: str | Path | None = None) -> dict[str, list
                 generated.setdefault(axis, Counter())[v] += 1
     mentioned = coverage(texts, every) if texts else {}
     attacked: dict[str, dict[str, int]] | None = None
+    unit = None
     if attack_dir is not None:
         summary = json.loads((Path(attack_dir) / "attack.json").read_text(encoding="utf-8"))
         attacked = {
             axis: {c["value"]: c["n"] for c in cells} for axis, cells in summary["by_value"].items()
         }
+        unit = attacked_unit(summary)
     out: dict[str, list[dict[str, Any]]] = {}
     for name, values in every.items():
         rows = []
@@ -71,6 +83,7 @@ def value_view(run: Run, attack_dir: str | Path | None = None) -> dict[str, list
                     "attacked": None
                     if attacked is None
                     else attacked.get(name, {}).get(v.value, 0),
+                    "attacked_unit": unit,
                 }
             )
         out[name] = rows

@@ -28,6 +28,21 @@ VERIFIER_SYSTEM = (
 )
 
 
+def verify_estimate(recipe: Recipe, queries: int) -> tuple[int, int, int]:
+    """(calls, prompt tokens, completion tokens) of verifying one generation call's answer of
+    ``queries`` items, for the dry run: one verifier call per answer when a dimension is
+    verified by ``llm`` (as :meth:`CellVerifier.check` makes it), else none."""
+    dims = [d for d, dim in recipe.dimensions.items() if dim.verify == "llm"]
+    if not dims:
+        return 0, 0, 0
+    from .prompting import TOKENS_PER_QUERY
+
+    # the system text and the instructions, then per item its query and its values
+    prompt = (len(VERIFIER_SYSTEM) + 300) // 4 + queries * (TOKENS_PER_QUERY + 12 * len(dims))
+    completion = 10 + queries * (2 + 4 * len(dims))  # {"checks": [{"dim": true}, ...]}
+    return 1, prompt, completion
+
+
 class CellVerifier:
     """Checks prompts against their cells. ``values`` are the run's dimension values (their
     aliases help the keyword check); a cell value missing from them is matched as written."""

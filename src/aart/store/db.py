@@ -177,17 +177,32 @@ class RunDB:
         return calls == 0 and jobs == 0
 
     def call_totals(self) -> dict[str, Any]:
+        """Calls, tokens and cost. ``cost`` is None when a paid model without a price was
+        called (``unpriced`` names them; ``priced_cost`` is what the priced ones cost);
+        ``target_calls`` are the calls to HTTP and Python targets, which are not paid per
+        token."""
         row = self.conn.execute(
             "SELECT COUNT(*), COALESCE(SUM(prompt_tokens),0), COALESCE(SUM(completion_tokens),0),"
-            " COALESCE(SUM(cost),0), COALESCE(SUM(error IS NOT NULL),0) FROM calls"
+            " COALESCE(SUM(cost),0), COALESCE(SUM(error IS NOT NULL),0),"
+            " COALESCE(SUM(model LIKE 'http/%' OR model LIKE 'python/%'),0) FROM calls"
             " WHERE cache_key != ''"
         ).fetchone()
+        unpriced = [
+            m
+            for (m,) in self.conn.execute(
+                "SELECT DISTINCT model FROM calls WHERE cache_key != '' AND cost IS NULL"
+                " ORDER BY model"
+            )
+        ]
         return {
             "calls": row[0],
             "prompt_tokens": row[1],
             "completion_tokens": row[2],
-            "cost": row[3],
+            "cost": None if unpriced else row[3],
             "failed_calls": row[4],
+            "target_calls": row[5],
+            "priced_cost": row[3],
+            "unpriced": unpriced,
         }
 
     def failed_calls(self) -> list[dict[str, Any]]:

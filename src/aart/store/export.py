@@ -57,22 +57,36 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     """:func:`read_jsonl` one record at a time."""
-    try:
-        with path.open(encoding="utf-8") as f:
-            for n, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise UsageError(
-                        f"{path}:{n}: not valid JSON ({e.msg}); fix or delete the line"
-                    ) from None
-                if not isinstance(row, dict):
-                    raise UsageError(f"{path}:{n}: expected a JSON object per line")
-                yield row
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{path}: not UTF-8 text ({e.reason}); save it as UTF-8") from None
+    for n, line in utf8_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UsageError(
+                f"{path}:{n}: not valid JSON ({e.msg}); fix or delete the line"
+            ) from None
+        if not isinstance(row, dict):
+            raise UsageError(f"{path}:{n}: expected a JSON object per line")
+        yield row
+
+
+def utf8_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a UTF-8 file, newlines kept as written (the csv module wants
+    them so); a line that is not UTF-8 is a usage error naming the file, the line and the way
+    to convert it."""
+    with path.open("rb") as f:
+        for n, raw in enumerate(f, start=1):
+            try:
+                text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as e:
+                byte = raw[e.start : e.start + 1].hex()
+                raise UsageError(
+                    f"{path}:{n}: not UTF-8 text (byte 0x{byte} at column {e.start + 1}, "
+                    f"Latin-1 or Windows-1252 perhaps); save it as UTF-8, e.g. "
+                    f"`iconv -f latin1 -t utf-8 {path} > {path.stem}.utf8{path.suffix}`"
+                ) from None
+            yield n, text
 
 
 def write_csv(
