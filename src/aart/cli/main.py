@@ -13,6 +13,7 @@ from .attack_cmd import attack_command, rejudge_command
 from .batch_cmd import batch_command
 from .endpoints_cmd import endpoints_command
 from .evaluate_cmd import evaluate_command
+from .export_cmd import export_command
 from .extra_cmd import baseline_command, topup_command, values_command
 from .recipes_cmd import init_command, recipes_command
 from .review_cmd import review_command
@@ -43,6 +44,7 @@ for command in (
     init_command,
     endpoints_command,
     review_command,
+    export_command,
 ):
     cli.add_command(command)
 
