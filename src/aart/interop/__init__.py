@@ -30,6 +30,9 @@ def export_dataset(
 
     if to not in FORMATS:
         raise UsageError(f"unknown export format {to!r}; use one of {', '.join(FORMATS)}")
+    target = Path(out)
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{target} is a file; export writes a folder: give a new path")
     src = load_source(dataset, evaluation)
     if not src.records:
         raise UsageError(f"{dataset} holds no prompts; nothing to export")
@@ -38,9 +41,6 @@ def export_dataset(
     for j in judges:
         if j not in JUDGES:
             raise UsageError(f"unknown judge {j!r} for export; use {' or '.join(JUDGES)}")
-    target = Path(out)
-    if target.exists() and not target.is_dir():
-        raise UsageError(f"{target} is a file; export writes a folder: give a new path")
     if to == "promptfoo":
         return promptfoo.export(src, target, judges, provider)
     if to == "inspect":
