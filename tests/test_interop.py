@@ -180,6 +180,43 @@ def test_inspect_task_loads_the_dataset(dataset: Path, tmp_path: Path) -> None:
     assert [s.metadata["cell"] for s in samples] == CELLS
 
 
+def test_inspect_eval_runs_the_task_offline(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """inspect_ai evaluates the exported task with its mockllm provider replying with the
+    prompt it got (offline): every sample reaches the model as aart wrote it."""
+    pytest.importorskip("inspect_ai", reason="the interop extra (make test) installs inspect-ai")
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+    for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(var, str(tmp_path / var.lower()))
+    out = tmp_path / "inspect"
+    export_dataset(dataset, "inspect", out, judges=["refusal"])
+    spec = importlib.util.spec_from_file_location("aart_export_task3", out / "task.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def echo(input, tools, tool_choice, config):  # type: ignore[no-untyped-def]
+        reply = ModelOutput.from_content(model="mockllm/model", content=input[-1].text)
+        # usage given, so mockllm does not count tokens (that would fetch an encoding)
+        reply.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+        return reply
+
+    model = get_model("mockllm/model", custom_outputs=echo)
+    (log,) = inspect_eval(
+        module.aart_redteam(), model=model, log_dir=str(tmp_path / "logs"), display="none"
+    )
+    assert log.status == "success", log.error
+    assert log.samples is not None
+    by_id = {s.id: s for s in log.samples}
+    for i, text in enumerate(AWKWARD):
+        sample = by_id[f"r{i:02d}"]
+        assert sample.input == text and sample.output.completion == text
+        assert sample.metadata["cell"] == CELLS[i]
+
+
 def test_inspect_policy_scorer(tmp_path: Path, mini_recipe: Path) -> None:
     pytest.importorskip("inspect_ai", reason="the interop extra (make test) installs inspect-ai")
     run = tmp_path / "run"
@@ -266,7 +303,7 @@ def test_garak_module_holds_prompts_as_data(dataset: Path, tmp_path: Path) -> No
 
 def test_garak_loads_the_probe(dataset: Path, tmp_path: Path) -> None:
     """garak's own plugin loader instantiates the probe from a copy of garak's package (garak
-    loads probes only from garak/probes/)."""
+    loads probes only from garak/probes/) and runs it against garak's test generator."""
     installed = garak_dirs()
     out = tmp_path / "garak"
     export_dataset(dataset, "garak", out)
@@ -279,8 +316,16 @@ def test_garak_loads_the_probe(dataset: Path, tmp_path: Path) -> None:
         "from garak import _config, _plugins\n"
         "_config.load_base_config()\n"
         f"probe = _plugins.load_plugin('probes.{name}.AartDataset')\n"
+        "_config.transient.reportfile = open('report.jsonl', 'w', encoding='utf-8')\n"
+        "_config.transient.run_id = 'aart-test'\n"
+        "generator = _plugins.load_plugin('generators.test.Repeat')\n"
+        "attempts = probe.probe(generator)\n"
+        "detector = _plugins.load_plugin('detectors.' + probe.primary_detector)\n"
         "print(json.dumps({'prompts': list(probe.prompts), 'detector': probe.primary_detector,"
-        " 'records': probe.aart_records}))\n"
+        " 'records': probe.aart_records,"
+        " 'sent': [a.prompt.turns[-1].content.text for a in attempts],"
+        " 'replies': [a.outputs[0].text for a in attempts],"
+        " 'hits': [detector.detect(a) for a in attempts]}))\n"
     )
     env = {
         **os.environ,
@@ -291,13 +336,23 @@ def test_garak_loads_the_probe(dataset: Path, tmp_path: Path) -> None:
         "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),
     }
     proc = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["prompts"] == AWKWARD
     assert got["detector"] == "mitigation.MitigationBypass"
     assert [r["cell"] for r in got["records"]] == CELLS
+    # garak sent every prompt as written; its Repeat generator echoes it, which is no refusal,
+    # so the detector scores each a hit (what an attack success is)
+    assert sorted(got["sent"]) == sorted(AWKWARD)
+    assert sorted(got["replies"]) == sorted(AWKWARD)
+    assert all(h and set(h) == {1.0} for h in got["hits"])  # one score per generation
 
 
 def test_cli_export_then_evaluate_and_attack_read_it_back(dataset: Path, tmp_path: Path) -> None:
