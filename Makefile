@@ -12,9 +12,10 @@ LLAMA_VERSION := 0.3.36
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 LLAMA_WHEEL_STAMP := $(WHEELS)/.llama-$(LLAMA_VERSION)
 DEMO_OUT ?= runs/aart-demo-small
-# The tools `aart export` writes for, run by the tests on the exports. garak without its
-# dependencies (about 100, pinning transformers against ours): its probe loader, its test
-# generator and its detectors need only these five. promptfoo from npm, into a cache folder (about 1.4 GB, three minutes, once per machine).
+# The tools `aart export` writes for, run by the tests on the exports, each into a cache folder
+# (once per machine). garak without its dependencies (about 100, pinning transformers against
+# ours): its probe loader, test generator and detectors need only these five (28 MB, seconds).
+# promptfoo from npm (about 1.4 GB, three minutes).
 GARAK_VERSION := 0.17.1
 GARAK_DIR := $(HOME)/.cache/aart-build/garak-$(GARAK_VERSION)
 PROMPTFOO_VERSION := 0.121.20
@@ -45,7 +46,7 @@ $(CHROMIUM):
 install: $(VENV)/.installed
 
 $(GARAK_DIR)/.installed: | $(PY)
-	$(PIP) install -q --no-deps --target $(GARAK_DIR) garak==$(GARAK_VERSION) \
+	$(PIP) install -q --no-deps --upgrade --target $(GARAK_DIR) garak==$(GARAK_VERSION) \
 		xdg-base-dirs==6.0.3 colorama==0.4.6 nltk==3.10.4 langdetect==1.0.9 lorem==0.1.1
 	touch $@
 

@@ -273,6 +273,15 @@ def test_hf_card_of_a_run_has_recipe_axes_and_coverage(tmp_path: Path, mini_reci
     assert cells_of(out) == cells_of(run / "dataset.jsonl")
 
 
+def test_hf_card_text_is_literal_markdown() -> None:
+    from aart.interop.hf import _text
+
+    shown = _text("a [link](javascript:x) <b>|</b> *em* it's\n# heading")
+    assert (
+        shown == "a \\[link\\]\\(javascript:x\\) &lt;b&gt;\\|&lt;/b&gt; \\*em\\* it's \\# heading"
+    )
+
+
 def garak_dirs() -> Path:
     found = Path(os.environ.get("AART_GARAK_DIR") or Path.home() / ".cache/aart-build/garak-0.17.1")
     if not (found / "garak" / "probes" / "base.py").exists():

@@ -47,6 +47,14 @@ def export(src: ExportSource, out: Path, license: str) -> list[Path]:
     return [card, data]
 
 
+_MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_[]()#!|~"})
+
+
+def _text(value: str) -> str:
+    """Untrusted text as literal Markdown: no HTML, links, images, emphasis or table breaks."""
+    return html.escape(" ".join(str(value).split()), quote=False).translate(_MARKDOWN)
+
+
 def _size_category(n: int) -> str:
     for bound, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
         if n < bound:
@@ -77,7 +85,7 @@ def card_text(src: ExportSource, license: str, axes: list[str]) -> str:
             "provenance": src.provenance,
         },
     }
-    e = html.escape
+    e = _text
     lines = [
         "---",
         yaml.safe_dump(front, allow_unicode=True, sort_keys=False, width=100).rstrip(),
@@ -99,9 +107,9 @@ def card_text(src: ExportSource, license: str, axes: list[str]) -> str:
     lines += ["## Axes", "", "| axis | values |", "| --- | --- |"]
     for a in axes:
         values = src.axes.get(a, [])
-        shown = ", ".join(e(v).replace("|", "\\|") for v in values[:50])
+        shown = ", ".join(e(v) for v in values[:50])
         more = f" … ({len(values)} in all)" if len(values) > 50 else ""
-        lines.append(f"| `{e(a)}` | {shown}{more} |")
+        lines.append(f"| {e(a)} | {shown}{more} |")
     lines.append("")
     if src.coverage:
         lines += [
@@ -113,7 +121,7 @@ def card_text(src: ExportSource, license: str, axes: list[str]) -> str:
         for a, c in src.coverage.items():
             never = c.get("never_matched") or []
             lines.append(
-                f"| `{e(a)}` | {c.get('values', '-')} | {float(c.get('presence', 0)):.3f} | "
+                f"| {e(a)} | {c.get('values', '-')} | {float(c.get('presence', 0)):.3f} | "
                 f"{float(c.get('prompt_share', 0)):.1%} | {len(never)} |"
             )
         lines.append("")

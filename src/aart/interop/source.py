@@ -68,6 +68,8 @@ def load_source(path: str | Path, evaluation: str | Path | None = None) -> Expor
         )
     else:
         dataset = path
+        if (path.parent / "recipe.yaml").exists() and (path.parent / "dimensions").is_dir():
+            run_dir = path.parent  # RUN/dataset.jsonl: the run's dimension files name the values
     ds = load_dataset(dataset)
     rows = read_rows(dataset)
     records = []
@@ -135,10 +137,9 @@ def _dimension_values(path: Path) -> list[str]:
 
 
 def _default_evaluation(folder: Path) -> Path | None:
-    for name in ("evaluation.json", "evaluation/report.json"):
-        if (folder / name).exists():
-            return folder / name
-    return None
+    # where `aart evaluate DATASET --report RUN/evaluation` (as `make demo` does) writes it
+    report = folder / "evaluation.json"
+    return report if report.exists() else None
 
 
 def _coverage(report: Path) -> dict[str, Any]:
