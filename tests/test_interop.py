@@ -117,38 +117,35 @@ def promptfoo_bin() -> str:
     return found
 
 
-def test_promptfoo_eval_sends_the_exact_prompts(dataset: Path, tmp_path: Path) -> None:
-    """promptfoo itself runs the export with its echo provider (offline): every reply is the
-    prompt as aart wrote it, so nothing was templated, loaded from a file or trimmed."""
-    binary = promptfoo_bin()
-    out = tmp_path / "pf"
-    export_dataset(dataset, "promptfoo", out, judges=["refusal"], provider="echo")
+def run_promptfoo(binary: str, folder: Path, tmp_path: Path, *extra: str) -> list[dict]:
+    """`promptfoo eval` of FOLDER's config, offline: its results, one per test."""
     env = {
         **os.environ,
         "PROMPTFOO_DISABLE_TELEMETRY": "1",
         "PROMPTFOO_DISABLE_UPDATE": "1",
         "PROMPTFOO_CONFIG_DIR": str(tmp_path / "pf-home"),
     }
-    results = tmp_path / "results.json"
+    results = tmp_path / f"results-{folder.name}.json"
+    cmd = [binary, "eval", "-c", "promptfooconfig.yaml", "--no-cache", "--no-table"]
     proc = subprocess.run(
-        [
-            binary,
-            "eval",
-            "-c",
-            "promptfooconfig.yaml",
-            "--no-cache",
-            "--no-table",
-            "-o",
-            str(results),
-        ],
-        cwd=out,
+        [*cmd, "-o", str(results), *extra],
+        cwd=folder,
         env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert results.exists(), proc.stdout + proc.stderr
-    got = json.loads(results.read_text(encoding="utf-8"))["results"]["results"]
+    return json.loads(results.read_text(encoding="utf-8"))["results"]["results"]
+
+
+def test_promptfoo_eval_sends_the_exact_prompts(dataset: Path, tmp_path: Path) -> None:
+    """promptfoo itself runs the export with its echo provider (offline): every reply is the
+    prompt as aart wrote it, so nothing was templated, loaded from a file or trimmed."""
+    binary = promptfoo_bin()
+    out = tmp_path / "pf"
+    export_dataset(dataset, "promptfoo", out, judges=["refusal"], provider="echo")
+    got = run_promptfoo(binary, out, tmp_path)
     by_id = {r["testCase"]["metadata"]["id"]: r for r in got}
     assert len(by_id) == len(AWKWARD)
     for i, text in enumerate(AWKWARD):
@@ -157,6 +154,23 @@ def test_promptfoo_eval_sends_the_exact_prompts(dataset: Path, tmp_path: Path) -
         assert r["testCase"]["metadata"]["cell_concepts"] == CELLS[i]["concepts"]
         # the echo is no refusal: the refusal assertion fails, as an attack success would
         assert r["success"] is False
+
+
+def test_promptfoo_runs_both_judges(tmp_path: Path, mini_recipe: Path) -> None:
+    """The refusal and policy assertions are ones promptfoo runs (echo as the grader too)."""
+    binary = promptfoo_bin()
+    run = tmp_path / "run"
+    aart.run(mini_recipe, out=run)
+    out = tmp_path / "pf"
+    export_dataset(run, "promptfoo", out)
+    got = run_promptfoo(binary, out, tmp_path, "--grader", "echo")
+    assert len(got) == len(read_rows(run / "dataset.jsonl"))
+    for r in got:
+        parts = r["gradingResult"]["componentResults"]
+        assert [c["assertion"]["type"] for c in parts] == ["is-refusal", "llm-rubric"]
+        # both judged (no grader error): the refusal fails on the echo, the rubric is scored
+        assert set(r["gradingResult"]["namedScores"]) == {"aart-refusal", "aart-policy"}
+        assert parts[0]["pass"] is False
 
 
 def test_inspect_task_loads_the_dataset(dataset: Path, tmp_path: Path) -> None:
