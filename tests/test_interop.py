@@ -399,6 +399,14 @@ def test_cli_export_then_evaluate_and_attack_read_it_back(dataset: Path, tmp_pat
         assert [r["cell"] for r in records] == CELLS
 
 
+def test_exports_chain(dataset: Path, tmp_path: Path) -> None:
+    """An HF folder or a promptfoo tests file exports again with the same prompts and cells."""
+    export_dataset(dataset, "hf", tmp_path / "hf")
+    export_dataset(tmp_path / "hf", "promptfoo", tmp_path / "pf", judges=[])
+    export_dataset(tmp_path / "pf" / "tests.yaml", "hf", tmp_path / "hf2")
+    assert cells_of(tmp_path / "hf2") == cells_of(dataset)
+
+
 def test_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
     from aart.errors import UsageError
 

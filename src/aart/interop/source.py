@@ -57,15 +57,19 @@ class ExportSource:
 def load_source(path: str | Path, evaluation: str | Path | None = None) -> ExportSource:
     """Read DATASET (a .jsonl/.csv/.parquet file, or a run directory holding dataset.jsonl)."""
     from ..evaluate.data import load_dataset, read_rows
+    from . import hf
 
     path = Path(path)
     run_dir: Path | None = None
     if path.is_dir() and (path / "dataset.jsonl").exists():
         run_dir, dataset = path, path / "dataset.jsonl"
-    elif path.is_dir():
+    elif path.is_dir() and not hf.is_folder(path):
         raise UsageError(
-            f"{path} is a directory without dataset.jsonl; give a run directory or a dataset file"
+            f"{path} is a directory without dataset.jsonl; give a run directory, a dataset "
+            "file or a Hugging Face dataset folder"
         )
+    elif path.is_dir():
+        dataset = path  # a Hugging Face folder (an earlier export)
     else:
         dataset = path
         if (path.parent / "recipe.yaml").exists() and (path.parent / "dimensions").is_dir():
