@@ -12,8 +12,16 @@ LLAMA_VERSION := 0.3.36
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 LLAMA_WHEEL_STAMP := $(WHEELS)/.llama-$(LLAMA_VERSION)
 DEMO_OUT ?= runs/aart-demo-small
+# The tools `aart export` writes for, run by the tests on the exports, each into a cache folder
+# (once per machine). garak without its dependencies (about 100, pinning transformers against
+# ours): its probe loader, test generator and detectors need only these five (28 MB, seconds).
+# promptfoo from npm (about 1.4 GB, three minutes).
+GARAK_VERSION := 0.17.1
+GARAK_DIR := $(HOME)/.cache/aart-build/garak-$(GARAK_VERSION)
+PROMPTFOO_VERSION := 0.121.20
+PROMPTFOO_DIR := $(HOME)/.cache/aart-build/promptfoo-$(PROMPTFOO_VERSION)
 
-.PHONY: demo test install lint bench clean
+.PHONY: demo test install interop-tools lint bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +35,7 @@ $(LLAMA_WHEEL_STAMP): | $(PY)
 	touch $@
 
 $(VENV)/.installed: pyproject.toml constraints.txt $(LLAMA_WHEEL_STAMP) | $(PY)
-	$(PIP) install -q -c constraints.txt --find-links $(WHEELS) -e '.[local,embeddings,review,ray,dev]'
+	$(PIP) install -q -c constraints.txt --find-links $(WHEELS) -e '.[local,embeddings,review,ray,interop,dev]'
 	touch $@
 
 # The review app's tests drive Debian's chromium with Playwright (no browser download).
@@ -37,14 +45,29 @@ $(CHROMIUM):
 
 install: $(VENV)/.installed
 
+$(GARAK_DIR)/.installed: | $(PY)
+	$(PIP) install -q --no-deps --upgrade --target $(GARAK_DIR) garak==$(GARAK_VERSION) \
+		xdg-base-dirs==6.0.3 colorama==0.4.6 nltk==3.10.4 langdetect==1.0.9 lorem==0.1.1
+	touch $@
+
+# promptfoo 0.121.x is the last line that runs on Node 20 (Debian's); without npm its tests skip.
+$(PROMPTFOO_DIR)/.installed:
+	if command -v npm >/dev/null; then \
+		npm install --prefix $(PROMPTFOO_DIR) --no-audit --no-fund promptfoo@$(PROMPTFOO_VERSION) \
+		&& touch $@ || echo "promptfoo did not install: the promptfoo export test will skip"; \
+		else echo "npm not found: the promptfoo export test will skip"; fi
+
+interop-tools: $(GARAK_DIR)/.installed $(PROMPTFOO_DIR)/.installed
+
 demo: install
 	$(VENV)/bin/aart run aart-demo --size small --out $(DEMO_OUT)
 	$(VENV)/bin/aart evaluate $(DEMO_OUT)/dataset.jsonl --run $(DEMO_OUT) --report $(DEMO_OUT)/evaluation
 	$(VENV)/bin/aart attack $(DEMO_OUT)/dataset.jsonl --target local/default --judge refusal \
 		--limit 12 --max-tokens 120 --out $(DEMO_OUT)/attack
 
-test: install $(CHROMIUM)
-	$(PY) -m pytest -q
+test: install $(CHROMIUM) interop-tools
+	AART_GARAK_DIR=$(GARAK_DIR) AART_PROMPTFOO=$(PROMPTFOO_DIR)/node_modules/.bin/promptfoo \
+		$(PY) -m pytest -q
 
 lint: install
 	$(VENV)/bin/ruff check src tests bench

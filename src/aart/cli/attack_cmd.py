@@ -140,7 +140,7 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @click.command("attack")
-@click.argument("dataset", type=click.Path(exists=True, dir_okay=False))
+@click.argument("dataset", type=click.Path(exists=True))
 @click.option(
     "--target",
     "-t",

@@ -12,7 +12,7 @@ from .common import column_options
 
 
 @click.command("evaluate")
-@click.argument("dataset", type=click.Path(exists=True, dir_okay=False))
+@click.argument("dataset", type=click.Path(exists=True))
 @click.option("--recipe", default=None, help="Take value lists from a recipe's explicit values.")
 @click.option(
     "--run",

@@ -15,6 +15,7 @@ from .batch_cmd import batch_command
 from .common import storage_error
 from .endpoints_cmd import endpoints_command
 from .evaluate_cmd import evaluate_command
+from .export_cmd import export_command
 from .extra_cmd import baseline_command, topup_command, values_command
 from .recipes_cmd import init_command, recipes_command
 from .review_cmd import review_command
@@ -45,6 +46,7 @@ for command in (
     init_command,
     endpoints_command,
     review_command,
+    export_command,
 ):
     cli.add_command(command)
 

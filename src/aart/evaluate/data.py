@@ -86,6 +86,11 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 def iter_rows(path: Path, size: int | None = None) -> Iterator[list[dict[str, Any]]]:
     """The records of a JSONL, CSV or Parquet file, ``size`` (default CHUNK) at a time."""
     size = size or CHUNK
+    from ..interop import read as foreign  # a promptfoo tests file, a Hugging Face folder
+
+    if foreign.handles(path):
+        yield from foreign.iter_rows(path, size)
+        return
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         yield from _parquet_chunks(path, size)

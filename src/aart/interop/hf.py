@@ -1,0 +1,217 @@
+"""Hugging Face: a folder that ``datasets.load_dataset(FOLDER)`` loads (Parquet under data/
+plus a dataset card, README.md with YAML front matter), and the same folder read back.
+
+Columns follow our flat layout (``id``, ``prompt``, ``cell_<axis>``, ``annotated_<axis>``,
+``strategy``), so the Parquet file alone also reads back as dataset.parquet does. The card's
+front matter is written by a YAML dumper; the text in its body is HTML-escaped, since the Hub
+renders Markdown with inline HTML."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import UsageError
+from .source import ExportSource
+
+DATA_FILE = "data/train-00000-of-00001.parquet"
+CARD_FILE = "README.md"
+
+
+def export(src: ExportSource, out: Path, license: str) -> list[Path]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    axes = list(dict.fromkeys([a for r in src.records for a in r.cell] + list(src.axes)))
+    annotated = list(dict.fromkeys(a for r in src.records for a in r.annotations))
+    columns: dict[str, list[Any]] = {
+        "id": [r.id for r in src.records],
+        "prompt": [r.prompt for r in src.records],
+    }
+    for a in axes:
+        columns[f"cell_{a}"] = [r.cell.get(a) for r in src.records]
+    for a in annotated:
+        columns[f"annotated_{a}"] = [r.annotations.get(a) for r in src.records]
+    if any(r.strategy for r in src.records):
+        columns["strategy"] = [r.strategy for r in src.records]
+    schema = pa.schema([(name, pa.string()) for name in columns])
+    data = out / DATA_FILE
+    data.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(columns, schema=schema), data)
+    card = out / CARD_FILE
+    card.write_text(card_text(src, license, axes), encoding="utf-8")
+    return [card, data]
+
+
+_MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_[]()#!|~"})
+
+
+def _text(value: str) -> str:
+    """Untrusted text as literal Markdown: no HTML, links, images, emphasis or table breaks."""
+    return html.escape(" ".join(str(value).split()), quote=False).translate(_MARKDOWN)
+
+
+def _size_category(n: int) -> str:
+    for bound, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
+        if n < bound:
+            return label
+    return "100K<n<1M" if n < 1_000_000 else "1M<n<10M"
+
+
+def card_text(src: ExportSource, license: str, axes: list[str]) -> str:
+    front = {
+        "license": license,
+        "pretty_name": src.recipe_name or src.name,
+        "language": src.languages,
+        "tags": ["red-teaming", "adversarial", "safety", "aart"],
+        "task_categories": ["text-generation"],
+        "size_categories": [_size_category(len(src.records))],
+        "configs": [
+            {
+                "config_name": "default",
+                "data_files": [{"split": "train", "path": DATA_FILE}],
+            }
+        ],
+        # machine-readable copies of what the card's body says
+        "aart": {
+            "dataset": src.name,
+            "recipe": src.recipe_name,
+            "axes": {a: src.axes.get(a, []) for a in axes},
+            "coverage": src.coverage,
+            "provenance": src.provenance,
+        },
+    }
+    e = _text
+    lines = [
+        "---",
+        yaml.safe_dump(front, allow_unicode=True, sort_keys=False, width=100).rstrip(),
+        "---",
+        "",
+        f"# {e(src.recipe_name or src.name)}",
+        "",
+        "Adversarial prompts for red-teaming, generated with aart (AI-assisted red-teaming, "
+        "recipe-driven). Each row is one prompt with its cell: the one value of every axis "
+        "it was written for. Use it to test that an application refuses what its policy "
+        "forbids; it is not training data for a model.",
+        "",
+    ]
+    if src.recipe_description:
+        lines += [f"**Recipe:** {e(src.recipe_description)}", ""]
+    if src.application:
+        lines += [f"**Application:** {e(src.application)}", ""]
+    lines += [f"**Licence:** {e(license)}", "", f"**Prompts:** {len(src.records)}", ""]
+    lines += ["## Axes", "", "| axis | values |", "| --- | --- |"]
+    for a in axes:
+        values = src.axes.get(a, [])
+        shown = ", ".join(e(v) for v in values[:50])
+        more = f" … ({len(values)} in all)" if len(values) > 50 else ""
+        lines.append(f"| {e(a)} | {shown}{more} |")
+    lines.append("")
+    if src.coverage:
+        lines += [
+            "## Coverage (`aart evaluate`, keyword matching)",
+            "",
+            "| axis | values | mentions per prompt | prompts mentioning a value | never matched |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for a, c in src.coverage.items():
+            never = c.get("never_matched") or []
+            lines.append(
+                f"| {e(a)} | {c.get('values', '-')} | {float(c.get('presence', 0)):.3f} | "
+                f"{float(c.get('prompt_share', 0)):.1%} | {len(never)} |"
+            )
+        lines.append("")
+    lines += [
+        "## Columns",
+        "",
+        "`id` (aart's record id), `prompt`, `cell_<axis>` (the value the prompt was built "
+        "for), `annotated_<axis>` (the value the generating model says it used), `strategy` "
+        "(regression sets: the attack transformation to replay).",
+        "",
+        "## Provenance",
+        "",
+    ]
+    if src.provenance:
+        for key, value in src.provenance.items():
+            shown = ", ".join(e(str(v)) for v in value[:10])
+            lines.append(f"- {e(key)}: {shown}")
+    else:
+        lines.append("- not recorded in the source dataset")
+    lines += [
+        "",
+        "Read it back with `aart evaluate FOLDER` or `aart attack FOLDER ...`; load it with "
+        '`datasets.load_dataset("FOLDER")`.',
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def is_folder(path: Path) -> bool:
+    """A folder with Parquet files under data/ (a run directory's dataset.parquet is not one)."""
+    return path.is_dir() and any(path.glob("data/**/*.parquet"))
+
+
+def _parquet_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(folder.glob("data/**/*.parquet")) or sorted(folder.glob("*.parquet"))
+
+
+def data_files(folder: Path) -> list[Path]:
+    """The Parquet files of the card's default config (its train split when it names splits),
+    else data/**/*.parquet."""
+    card = folder / CARD_FILE
+    if card.exists():
+        text = card.read_text(encoding="utf-8")
+        if text.startswith("---"):
+            front_text = text.split("---", 2)[1] if text.count("---") >= 2 else ""
+            try:
+                front = yaml.safe_load(front_text) or {}
+            except yaml.YAMLError:
+                raise UsageError(f"{card}: its front matter is not valid YAML") from None
+            files = _config_files(folder, front)
+            if files:
+                return files
+    files = _parquet_files(folder)
+    if not files:
+        raise UsageError(
+            f"{folder}: no Parquet files (data/*.parquet); export one with "
+            "`aart export DATASET --to hf FOLDER`"
+        )
+    return files
+
+
+def _config_files(folder: Path, front: Any) -> list[Path]:
+    configs = front.get("configs") if isinstance(front, dict) else None
+    if not isinstance(configs, list) or not configs:
+        return []
+    config = next((c for c in configs if isinstance(c, dict) and c.get("default")), configs[0])
+    specs = config.get("data_files") if isinstance(config, dict) else None
+    if isinstance(specs, str):
+        specs = [{"path": specs}]
+    patterns: list[str] = []
+    for spec in specs or []:
+        if isinstance(spec, dict):
+            paths = spec.get("path")
+            patterns += [paths] if isinstance(paths, str) else list(paths or [])
+    root = folder.resolve()
+    out: list[Path] = []
+    for pattern in patterns:
+        for p in sorted(folder.glob(str(pattern))):
+            # a card is data too: it may not point outside its folder
+            if p.suffix == ".parquet" and p.resolve().is_relative_to(root):
+                out.append(p)
+    return out
+
+
+def iter_rows(folder: Path, size: int) -> Iterator[list[dict[str, Any]]]:
+    import pyarrow.parquet as pq
+
+    for path in data_files(folder):
+        parquet = pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)
+        for batch in parquet.iter_batches(batch_size=size):
+            yield batch.to_pylist()
