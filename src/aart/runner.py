@@ -128,7 +128,9 @@ async def _run_round(
                 await worker(job)
             except Deferred:
                 pass  # its call waits for a batch: the job stays leased until the round ends
-            except EndpointDown:
+            except EndpointDown as e:
+                if e.own:  # this job's call was the last straw: it failed, as the others did
+                    db.fail_job(job[0], str(e)[:500])
                 raise
             except ProviderError as e:
                 db.fail_job(job[0], str(e)[:500])

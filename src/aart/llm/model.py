@@ -16,6 +16,7 @@ from ..errors import (
     EndpointDown,
     ProviderError,
     StructuredOutputError,
+    TargetError,
     TransientError,
 )
 from .adaptive import AdaptiveLimit, limit_for
@@ -73,7 +74,9 @@ _INFLIGHT: dict[tuple[int, str], asyncio.Future[None]] = {}
 ABANDONED = "abandoned"
 
 #: This many calls in a row that fail for good (retries spent, or a non-retryable answer),
-#: with no success between them, mean the endpoint is down rather than one job unlucky.
+#: with no success between them, make the endpoint suspect. It is down only when a request
+#: it answered before (or a plain "Hello") fails too: the failures may be one category of prompts that breaks
+#: the application (a dataset sorted by category sends them together), not the endpoint.
 FAILURES_TO_STOP = 3
 
 
@@ -112,6 +115,10 @@ class Model:
         self.cache_hits = 0
         self.failures = 0
         self._failed_in_a_row = 0
+        #: the last request the endpoint answered: re-sent to tell "down" from "these
+        #: prompts fail" (see FAILURES_TO_STOP)
+        self._last_ok: tuple[list[Message], GenerateConfig, dict[str, Any] | None] | None = None
+        self._probe_lock = asyncio.Lock()
         #: why the endpoint is considered down; once set, every call raises EndpointDown
         self.down: str | None = None
         #: batch mode: calls are answered by batches (see aart.llm.batch), not sent one by one
@@ -302,6 +309,7 @@ class Model:
                     )
                 if raw is not None:
                     self._failed_in_a_row = 0
+                    self._last_ok = (messages, config, schema)
                     return raw, time.perf_counter() - start
             except BaseException:
                 if self.budget is not None:
@@ -318,35 +326,81 @@ class Model:
                     self.budget.release()
                 self._record("", RawResponse(""), latency, str(err), None)
             if not isinstance(err, TransientError) or attempt >= self.retry.max_retries:
-                self._give_up(err, attempt + 1)
+                await self._give_up(err, attempt + 1)
             assert isinstance(err, TransientError)
             await asyncio.sleep(self.retry.delay(attempt, err, self._rng))
             attempt += 1
 
-    def _give_up(self, err: ProviderError, attempts: int) -> NoReturn:
+    async def _give_up(self, err: ProviderError, attempts: int) -> NoReturn:
         """Raise the failure of one call, after deciding whether it is the endpoint's."""
         why = None
-        if is_endpoint_fault(err.status):
+        if self.down is not None:
+            raise EndpointDown(self.down, status=err.status) from err
+        if is_endpoint_fault(err.status) or isinstance(err, EndpointDown):
             why = f"{self.name}: {err}"
         elif not err.per_request:
             self._failed_in_a_row += 1
             if self._failed_in_a_row >= FAILURES_TO_STOP:
-                why = (
-                    f"{self.name}: {self._failed_in_a_row} calls in a row failed for good, "
-                    f"the last after {attempts} attempts: {err}"
-                )
+                async with self._probe_lock:  # one probe for the calls failing at once
+                    if self.down is not None:
+                        raise EndpointDown(self.down, status=err.status) from err
+                    if self._failed_in_a_row >= FAILURES_TO_STOP and not await self._probe():
+                        why = (
+                            f"{self.name}: {self._failed_in_a_row} calls in a row failed for "
+                            f"good (each failing its job), the last after {attempts} attempts: "
+                            f"{err}"
+                        )
+                        why += (
+                            "; a request it had answered before failed too"
+                            if self._last_ok is not None
+                            else '; a plain "Hello" failed too'
+                        )
         if why is not None:
             self.down = self.down or (
                 f"{why}; the work done so far is saved, re-run the same command once the "
                 "endpoint answers"
             )
-            raise EndpointDown(self.down, status=err.status) from err
-        if isinstance(err, ContentRejected):
+            down = EndpointDown(self.down, status=err.status)
+            down.own = True
+            raise down from err
+        if isinstance(err, (ContentRejected, TargetError)):
             raise err
         tries = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
         raise ProviderError(
             f"{err}{tries}", status=err.status, per_request=err.per_request
         ) from err
+
+    async def _probe(self) -> bool:
+        """Whether the endpoint still answers: the last request it answered, sent again
+        uncached (or, none answered in this process, a plain "Hello"), as one paid call."""
+        messages, config, schema = self._last_ok or (
+            [Message("user", "Hello")],
+            GenerateConfig(0.0, 8, 0),
+            None,
+        )
+        if self.budget is not None:
+            self.budget.reserve()
+        start = time.perf_counter()
+        try:
+            call = (
+                self.remote.complete(self.api, self.concurrency, messages, config, schema)
+                if self.remote is not None
+                else self.api.complete(messages, config, schema)
+            )
+            raw = await asyncio.wait_for(
+                call, None if self.api.manages_deadlines else self.options.timeout
+            )
+        except (ProviderError, TimeoutError):
+            if self.budget is not None:
+                self.budget.release()
+            return False
+        except BaseException:
+            if self.budget is not None:
+                self.budget.release()
+            raise
+        self._record("probe", raw, time.perf_counter() - start, None, "probe")
+        self._failed_in_a_row = 0  # it is up: the failures were those prompts'
+        return True
 
     def _record(
         self, key: str, raw: RawResponse, latency: float, error: str | None, tag: str | None

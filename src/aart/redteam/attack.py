@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, EndpointDown, ProviderError, UsageError
+from ..errors import ConfigError, EndpointDown, ProviderError, TargetError, UsageError
 from ..evaluate.data import load_dataset, read_rows
 from ..llm import Budget, ModelOptions, Price
 from ..llm.batch import BatchSettings
@@ -280,9 +280,12 @@ class Attack:
         try:
             result.update(await self.executor.run(jid, rec, parse_strategy(rec["strategy"])))
         except ProviderError as e:
-            if isinstance(e, EndpointDown) or is_retryable(e.status) or e.status is None:
+            if not isinstance(e, TargetError) and (
+                isinstance(e, EndpointDown) or is_retryable(e.status) or e.status is None
+            ):
                 raise  # the job fails (and is retried on re-run), or the endpoint is down
-            # a 4xx other than the endpoint's faults (e.g. a content filter): this prompt's
+            # the application's unusable answer to this prompt (a reply of another shape, a
+            # 4xx other than the endpoint's faults such as a content filter): this prompt's
             # outcome, kept as a target error
             result["response"] = None
             result["target_error"] = str(e)[:300]
