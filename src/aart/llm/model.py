@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import random
 import time
 from dataclasses import dataclass
@@ -24,7 +25,15 @@ from .http_status import is_endpoint_fault
 from .limits import Budget, Price, RateLimiter, RetryPolicy
 from .providers.base import ModelAPI, ModelOptions, create_api
 from .structured import parse_json, schema_errors
-from .types import GenerateConfig, Message, ModelOutput, RawResponse, Usage, estimate_tokens
+from .types import (
+    GenerateConfig,
+    Message,
+    ModelOutput,
+    RawResponse,
+    Usage,
+    answer_limit,
+    estimate_tokens,
+)
 
 if TYPE_CHECKING:
     from .batch import BatchQueue
@@ -66,6 +75,8 @@ def cache_key(
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
+
+log = logging.getLogger("aart")
 
 # requests being answered right now, by (store, cache key): a second caller waits for the first
 _INFLIGHT: dict[tuple[int, str], asyncio.Future[None]] = {}
@@ -181,6 +192,7 @@ class Model:
             usage=Usage(**hit["usage"]),
             finish_reason=hit["finish_reason"],
             cached=True,
+            truncated=bool(hit.get("truncated")),
             model=self.name,
         )
         if schema is not None:
@@ -206,12 +218,24 @@ class Model:
                     config.temperature, config.max_tokens, config.seed + 7919 * attempt, config.stop
                 )
             raw, latency = await self._call(messages, cfg, schema, tag)
+            limit = answer_limit(cfg.max_tokens)
+            if len(raw.text) > limit:  # an endpoint that ignored max_tokens
+                raw.text, raw.truncated = raw.text[:limit], True
+            if raw.truncated:
+                log.warning(
+                    "%s: an answer was cut at %d characters (or %ss); what is kept is its "
+                    "beginning",
+                    self.name,
+                    limit,
+                    self.options.max_seconds,
+                )
             out = ModelOutput(
                 text=raw.text,
                 usage=raw.usage,
                 finish_reason=raw.finish_reason,
                 latency=latency,
                 model=self.name,
+                truncated=raw.truncated,
             )
             error = None
             if schema is not None:
@@ -239,6 +263,7 @@ class Model:
                                 "completion_tokens": raw.usage.completion_tokens,
                             },
                             "finish_reason": raw.finish_reason,
+                            **({"truncated": True} if raw.truncated else {}),
                         },
                     )
                 return out

@@ -18,6 +18,7 @@ from ..llm.batch import BatchSettings
 from ..llm.factory import ModelFactory
 from ..llm.http_status import is_retryable
 from ..llm.ray_executor import RaySettings
+from ..llm.types import answer_limit
 from ..runner import run_jobs
 from ..store.db import RunDB
 from ..store.export import write_jsonl
@@ -357,7 +358,8 @@ class Attack:
             strategy_stats=strategy_stats(judged, self.primary),
             calibration=self._calibration(answered),
             unjudged_by_judge=unjudged_by,
-            warnings=judge_warnings(self.primary, failures, agreement, unjudged_by, answered),
+            warnings=judge_warnings(self.primary, failures, agreement, unjudged_by, answered)
+            + truncation_warnings(results, answer_limit(self.config.max_tokens)),
         )
 
     def close(self) -> None:
@@ -443,6 +445,19 @@ def judge_warnings(
         if judge != primary and n:
             out.append(f"{judge} gave no usable verdict on {n} of {len(answered)} answers")
     return out
+
+
+def truncation_warnings(results: list[dict[str, Any]], limit: int) -> list[str]:
+    """Answers cut at aart's bound (an endpoint that ignored max_tokens, or a stream that did
+    not end): judged, stored and shown by their beginning only."""
+    cut = [r for r in results if r.get("truncated")]
+    if not cut:
+        return []
+    return [
+        f"{len(cut)} of {len(results)} responses were cut (longer than {limit:,} characters, "
+        f"or still streaming at the call's time bound; e.g. {cut[0]['id']}): judged, stored "
+        "and shown by their beginning, marked truncated in run.db"
+    ]
 
 
 def outcome_key(r: dict[str, Any]) -> str:
