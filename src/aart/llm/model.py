@@ -217,7 +217,7 @@ class Model:
                 cfg = GenerateConfig(
                     config.temperature, config.max_tokens, config.seed + 7919 * attempt, config.stop
                 )
-            raw, latency = await self._call(messages, cfg, schema, tag)
+            raw, latency, hold = await self._call(messages, cfg, schema, tag)
             limit = answer_limit(cfg.max_tokens)
             if len(raw.text) > limit:  # an endpoint that ignored max_tokens
                 raw.text, raw.truncated = raw.text[:limit], True
@@ -250,7 +250,7 @@ class Model:
             if raw.call_id is not None:  # paid for when its batch was imported
                 out.call_id = raw.call_id
             else:
-                out.call_id = self._record(key, raw, latency, error, tag)
+                out.call_id = self._record(key, raw, latency, error, tag, hold)
             if error is None:
                 if self.use_cache and self.store is not None:
                     self.store.cache_put(
@@ -281,22 +281,24 @@ class Model:
         config: GenerateConfig,
         schema: dict[str, Any] | None,
         tag: str | None = None,
-    ) -> tuple[RawResponse, float]:
+    ) -> tuple[RawResponse, float, tuple[int, float]]:
         """One logical call: rate limit, concurrency slot, and retries on transient errors.
         A call that fails for good raises ProviderError (that job's failure), or EndpointDown
         when the endpoint itself is unusable. In batch mode, the answer a batch brought, or
         Deferred."""
         if self.batch is not None:
             key = cache_key(self.endpoint, messages, config, schema)
-            return self.batch.answer(self, key, messages, config, schema, tag), 0.0
+            return self.batch.answer(self, key, messages, config, schema, tag), 0.0, (0, 0.0)
         attempt = 0
         while True:
             if self.down is not None:
                 raise EndpointDown(self.down)
             # Held from here until the answer is paid for (in _record) or the call fails, so
-            # concurrent callers cannot all pass the budget check at once.
+            # concurrent callers cannot all pass the budget check at once; what it may cost
+            # at most is held, so the calls in flight cannot overshoot a cap either.
+            hold = (0, 0.0)
             if self.budget is not None:
-                self.budget.reserve()
+                hold = self.budget.reserve(*self._worst_case(messages, config))
             try:
                 await self.limiter.acquire(estimate_tokens(messages) + config.max_tokens)
                 limit = limit_for(self.api.server, self.concurrency, self.options.adaptive)
@@ -335,20 +337,20 @@ class Model:
                 if raw is not None:
                     self._failed_in_a_row = 0
                     self._last_ok = (messages, config, schema)
-                    return raw, time.perf_counter() - start
+                    return raw, time.perf_counter() - start, hold
             except BaseException:
                 if self.budget is not None:
-                    self.budget.release()
+                    self.budget.release(hold)
                 raise
             assert err is not None
             latency = time.perf_counter() - start
             if isinstance(err, TransientError) and err.spent is not None:
                 # an abandoned call the server worked on: paid for, with estimated usage
                 spent = RawResponse("", Usage(*err.spent), "abandoned", estimated=True)
-                self._record(ABANDONED, spent, latency, f"abandoned: {err}", None)
+                self._record(ABANDONED, spent, latency, f"abandoned: {err}", None, hold)
             else:
                 if self.budget is not None:
-                    self.budget.release()
+                    self.budget.release(hold)
                 self._record("", RawResponse(""), latency, str(err), None)
             if not isinstance(err, TransientError) or attempt >= self.retry.max_retries:
                 await self._give_up(err, attempt + 1)
@@ -403,8 +405,9 @@ class Model:
             GenerateConfig(0.0, 8, 0),
             None,
         )
+        hold = (0, 0.0)
         if self.budget is not None:
-            self.budget.reserve()
+            hold = self.budget.reserve(*self._worst_case(messages, config))
         start = time.perf_counter()
         try:
             call = (
@@ -417,25 +420,37 @@ class Model:
             )
         except (ProviderError, TimeoutError):
             if self.budget is not None:
-                self.budget.release()
+                self.budget.release(hold)
             return False
         except BaseException:
             if self.budget is not None:
-                self.budget.release()
+                self.budget.release(hold)
             raise
-        self._record("probe", raw, time.perf_counter() - start, None, "probe")
+        self._record("probe", raw, time.perf_counter() - start, None, "probe", hold)
         self._failed_in_a_row = 0  # it is up: the failures were those prompts'
         return True
 
+    def _worst_case(self, messages: list[Message], config: GenerateConfig) -> tuple[int, float]:
+        """The most a call may spend: its prompt (chars/4 runs up to a third low on some
+        tokenizers, hence the margin) and every token of max_tokens."""
+        prompt = estimate_tokens(messages) * 3 // 2
+        return prompt + config.max_tokens, self.price.cost(Usage(prompt, config.max_tokens))
+
     def _record(
-        self, key: str, raw: RawResponse, latency: float, error: str | None, tag: str | None
+        self,
+        key: str,
+        raw: RawResponse,
+        latency: float,
+        error: str | None,
+        tag: str | None,
+        hold: tuple[int, float] = (0, 0.0),
     ) -> int | None:
         cost = self.price.cost(raw.usage)
         if key:  # a transport failure spent nothing we can count
             self.calls += 1
             self.usage.add(raw.usage)
             if self.budget is not None:
-                self.budget.spend(raw.usage, cost)
+                self.budget.spend(raw.usage, cost, hold)
         if self.store is None:
             return None
         return self.store.record_call(

@@ -69,6 +69,8 @@ class AttackConfig:
     batch: BatchSettings | None = None
     #: make the target's and judges' calls on a Ray cluster's workers (--executor ray)
     ray: RaySettings | None = None
+    #: how the user set each cap, for the message that it is spent (max_cost: "--max-cost")
+    budget_names: dict[str, str] = field(default_factory=dict)
 
     def settings(self) -> dict[str, Any]:
         """What the verdicts of an attack directory depend on, besides the prompts: a re-run
@@ -151,6 +153,16 @@ class Attack:
         self.records = attack_records(self.dataset, config)
         if not self.records:
             raise UsageError(f"{dataset} holds no prompts")
+        if config.batch is not None and config.ray is not None:
+            raise UsageError("--batch and --executor ray do not go together: choose one")
+        # Everything the attack needs is checked before the directory exists (target,
+        # judges, attacker, prices): a usage error leaves nothing behind, so the corrected
+        # command starts afresh instead of meeting "other settings".
+        budget = Budget(
+            max_calls=config.max_calls, max_tokens=config.max_tokens_total,
+            max_cost=config.max_cost, names=config.budget_names,
+        )  # fmt: skip
+        self._build(None, budget)
         self.out.mkdir(parents=True, exist_ok=True)
         self.db = RunDB(self.out / "run.db", lock="shared")  # other attack workers may join
         try:
@@ -161,33 +173,8 @@ class Attack:
                 max_tokens=config.max_tokens_total,
                 max_cost=config.max_cost,
             )
-            # target, judges and classifier: one factory, so one budget, one cache, one set of
-            # prices
-            self.models = ModelFactory(
-                options=config.options,
-                store=self.db,
-                use_cache=config.use_cache,
-                prices=config.prices,
-                budget=self.budget,
-                source="the recipe or --price",
-            )
-            if config.batch is not None and config.ray is not None:
-                raise UsageError("--batch and --executor ray do not go together: choose one")
-            if config.batch is not None:
-                self.models.batch = config.batch.queue(self.db, self.budget)
-            if config.ray is not None:
-                self.models.remote = config.ray.start()
-            if config.replay:
-                replay = ReplayAPI(
-                    config.target, saved_responses(Path(config.replay)), config.options
-                )
-                self.target = self.models.wrap(config.target, replay, paid=False)
-                earlier = attack_dataset(Path(config.replay))
-                self.target_name = earlier.get("target_name") or config.target
-            else:
-                name, api = create_target(config.target, replace(config.options))
-                self.target_name = name
-                self.target = self.models.wrap(name, api)
+            self.budget.names = config.budget_names
+            self._build(self.db, self.budget)
             # what `aart rejudge` needs to read the same prompts again
             self.db.set_meta(
                 "attack_dataset",
@@ -204,40 +191,68 @@ class Attack:
                     }
                 ),
             )
-            self.judges: list[Any] = [RefusalJudge()]
-            self.primary = "refusal"
-            judge_options = ModelOptions(base_url=config.options.base_url)
-            if config.judge != "refusal":
-                judge = LLMJudge(
-                    self.models.model(config.judge, judge_options), config.app_name, config.policy
-                )
-                self.judges.append(judge)
-                self.primary = judge.name
-            if config.classifier:
-                self.judges.append(GuardJudge(self.models.model(config.classifier, judge_options)))
-            used = {parse_strategy(r["strategy"]) for r in self.records}
-            attacker = None
-            if needs_attacker(list(used)) and not config.replay:
-                if not config.attacker:
-                    names = ", ".join(sorted(s.label for s in used if s.kind != "convert"))
-                    raise ConfigError(
-                        f"the strategies {names} need an attacker model: --attacker "
-                        "PROVIDER/MODEL (or attack.attacker in the recipe)"
-                    )
-                attacker = self.models.model(config.attacker, judge_options)
-            self.executor = Executor(
-                self.target,
-                self.judges,
-                self.primary,
-                attacker,
-                config.system_prompt,
-                config.max_tokens,
-                config.max_rounds,
-                config.max_turns,
-            )
         except BaseException:
             self.db.close()  # and its lock, so the directory is free again
             raise
+
+    def _build(self, db: RunDB | None, budget: Budget) -> None:
+        """The target, judges, attacker and executor; without ``db``, only to check that
+        they can be built (no batch queue, no Ray cluster, nothing stored)."""
+        config = self.config
+        # target, judges and classifier: one factory, so one budget, one cache, one set of
+        # prices
+        self.models = ModelFactory(
+            options=config.options,
+            store=db,
+            use_cache=config.use_cache,
+            prices=config.prices,
+            budget=budget,
+            source="the recipe or --price",
+        )
+        if db is not None and config.batch is not None:
+            self.models.batch = config.batch.queue(db, budget)
+        if db is not None and config.ray is not None:
+            self.models.remote = config.ray.start()
+        if config.replay:
+            replay = ReplayAPI(config.target, saved_responses(Path(config.replay)), config.options)
+            self.target = self.models.wrap(config.target, replay, paid=False)
+            earlier = attack_dataset(Path(config.replay))
+            self.target_name = earlier.get("target_name") or config.target
+        else:
+            name, api = create_target(config.target, replace(config.options))
+            self.target_name = name
+            self.target = self.models.wrap(name, api)
+        self.judges: list[Any] = [RefusalJudge()]
+        self.primary = "refusal"
+        judge_options = ModelOptions(base_url=config.options.base_url)
+        if config.judge != "refusal":
+            judge = LLMJudge(
+                self.models.model(config.judge, judge_options), config.app_name, config.policy
+            )
+            self.judges.append(judge)
+            self.primary = judge.name
+        if config.classifier:
+            self.judges.append(GuardJudge(self.models.model(config.classifier, judge_options)))
+        used = {parse_strategy(r["strategy"]) for r in self.records}
+        attacker = None
+        if needs_attacker(list(used)) and not config.replay:
+            if not config.attacker:
+                names = ", ".join(sorted(s.label for s in used if s.kind != "convert"))
+                raise ConfigError(
+                    f"the strategies {names} need an attacker model: --attacker "
+                    "PROVIDER/MODEL (or attack.attacker in the recipe)"
+                )
+            attacker = self.models.model(config.attacker, judge_options)
+        self.executor = Executor(
+            self.target,
+            self.judges,
+            self.primary,
+            attacker,
+            config.system_prompt,
+            config.max_tokens,
+            config.max_rounds,
+            config.max_turns,
+        )
 
     def _check_settings(self) -> None:
         settings = self.config.settings()
