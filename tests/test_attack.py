@@ -528,3 +528,42 @@ def test_a_usage_error_creates_nothing_and_the_corrected_command_runs(dataset, t
     before = sorted(p.name for p in out.iterdir())
     r = aart_cli("attack", dataset, "--target", "fake/app", "--strategy", "crescendo", "--out", out)
     assert r.returncode == 2 and sorted(p.name for p in out.iterdir()) == before
+
+
+def test_calls_in_flight_at_a_sigkill_are_recorded_and_counted(dataset, tmp_path):
+    rows = [
+        {"id": f"r{i}", "prompt": f"question number {i} about rule breaking", "axes": {"c": ["x"]}}
+        for i in range(12)
+    ]
+    dataset.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    server = FakeOpenAIServer().start()
+    # five answers, then the next two hang: the process is killed with them in flight
+    server.push({}, {}, {}, {}, {}, {"delay": 120}, {"delay": 120})
+    try:
+        out = tmp_path / "att"
+        cmd = [
+            sys.executable, "-m", "aart", "attack", str(dataset), "--target", "openai/app",
+            "--base-url", server.base_url, "--concurrency", "2", "--system-prompt", "s",
+            "--out", str(out),
+        ]  # fmt: skip
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        while len(server.requests) < 7 and time.time() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        import sqlite3
+
+        con = sqlite3.connect(out / "run.db")
+        keys = [k for (k,) in con.execute("SELECT cache_key FROM calls")]
+        con.close()
+        assert len(keys) == len(server.requests) == 7  # every call sent is in run.db
+        assert keys.count("in-flight") == 2
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        summary = json.loads((out / "attack.json").read_text())
+        # the two sent again are counted twice: once in flight at the kill, once answered
+        assert summary["usage"]["calls"] == len(server.requests) == 14
+        assert summary["usage"]["in_flight"] == 2 and summary["judged"] == 12
+    finally:
+        server.stop()

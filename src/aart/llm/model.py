@@ -61,7 +61,7 @@ class CallStore(Protocol):
 
     def cache_get(self, key: str) -> dict[str, Any] | None: ...
     def cache_put(self, key: str, model: str, value: dict[str, Any]) -> None: ...
-    def record_call(self, record: CallRecord) -> int: ...
+    def record_call(self, record: CallRecord, row: int | None = None) -> int: ...
 
 
 def cache_key(
@@ -217,7 +217,7 @@ class Model:
                 cfg = GenerateConfig(
                     config.temperature, config.max_tokens, config.seed + 7919 * attempt, config.stop
                 )
-            raw, latency, hold = await self._call(messages, cfg, schema, tag)
+            raw, latency, hold, row = await self._call(messages, cfg, schema, tag)
             limit = answer_limit(cfg.max_tokens)
             if len(raw.text) > limit:  # an endpoint that ignored max_tokens
                 raw.text, raw.truncated = raw.text[:limit], True
@@ -250,7 +250,7 @@ class Model:
             if raw.call_id is not None:  # paid for when its batch was imported
                 out.call_id = raw.call_id
             else:
-                out.call_id = self._record(key, raw, latency, error, tag, hold)
+                out.call_id = self._record(key, raw, latency, error, tag, hold, row)
             if error is None:
                 if self.use_cache and self.store is not None:
                     self.store.cache_put(
@@ -281,14 +281,15 @@ class Model:
         config: GenerateConfig,
         schema: dict[str, Any] | None,
         tag: str | None = None,
-    ) -> tuple[RawResponse, float, tuple[int, float]]:
+    ) -> tuple[RawResponse, float, tuple[int, float], int | None]:
         """One logical call: rate limit, concurrency slot, and retries on transient errors.
         A call that fails for good raises ProviderError (that job's failure), or EndpointDown
         when the endpoint itself is unusable. In batch mode, the answer a batch brought, or
         Deferred."""
         if self.batch is not None:
             key = cache_key(self.endpoint, messages, config, schema)
-            return self.batch.answer(self, key, messages, config, schema, tag), 0.0, (0, 0.0)
+            answer = self.batch.answer(self, key, messages, config, schema, tag)
+            return answer, 0.0, (0, 0.0), None
         attempt = 0
         while True:
             if self.down is not None:
@@ -299,6 +300,7 @@ class Model:
             hold = (0, 0.0)
             if self.budget is not None:
                 hold = self.budget.reserve(*self._worst_case(messages, config))
+            row: int | None = None
             try:
                 await self.limiter.acquire(estimate_tokens(messages) + config.max_tokens)
                 limit = limit_for(self.api.server, self.concurrency, self.options.adaptive)
@@ -307,6 +309,7 @@ class Model:
                 start = time.perf_counter()
                 raw: RawResponse | None = None
                 err: ProviderError | None = None
+                row = self._begin(tag)
                 try:
                     call = (
                         self.remote.complete(self.api, self.concurrency, messages, config, schema)
@@ -337,21 +340,22 @@ class Model:
                 if raw is not None:
                     self._failed_in_a_row = 0
                     self._last_ok = (messages, config, schema)
-                    return raw, time.perf_counter() - start, hold
+                    return raw, time.perf_counter() - start, hold, row
             except BaseException:
                 if self.budget is not None:
                     self.budget.release(hold)
+                self._interrupted(row, messages)
                 raise
             assert err is not None
             latency = time.perf_counter() - start
             if isinstance(err, TransientError) and err.spent is not None:
                 # an abandoned call the server worked on: paid for, with estimated usage
                 spent = RawResponse("", Usage(*err.spent), "abandoned", estimated=True)
-                self._record(ABANDONED, spent, latency, f"abandoned: {err}", None, hold)
+                self._record(ABANDONED, spent, latency, f"abandoned: {err}", None, hold, row)
             else:
                 if self.budget is not None:
                     self.budget.release(hold)
-                self._record("", RawResponse(""), latency, str(err), None)
+                self._record("", RawResponse(""), latency, str(err), None, row=row)
             if not isinstance(err, TransientError) or attempt >= self.retry.max_retries:
                 await self._give_up(err, attempt + 1)
             assert isinstance(err, TransientError)
@@ -409,6 +413,7 @@ class Model:
         if self.budget is not None:
             hold = self.budget.reserve(*self._worst_case(messages, config))
         start = time.perf_counter()
+        row = self._begin("probe")
         try:
             call = (
                 self.remote.complete(self.api, self.concurrency, messages, config, schema)
@@ -418,15 +423,17 @@ class Model:
             raw = await asyncio.wait_for(
                 call, None if self.api.manages_deadlines else self.options.timeout
             )
-        except (ProviderError, TimeoutError):
+        except (ProviderError, TimeoutError) as e:
             if self.budget is not None:
                 self.budget.release(hold)
+            self._record("", RawResponse(""), 0.0, f"probe: {e}", "probe", row=row)
             return False
         except BaseException:
             if self.budget is not None:
                 self.budget.release(hold)
+            self._interrupted(row, messages)
             raise
-        self._record("probe", raw, time.perf_counter() - start, None, "probe", hold)
+        self._record("probe", raw, time.perf_counter() - start, None, "probe", hold, row)
         self._failed_in_a_row = 0  # it is up: the failures were those prompts'
         return True
 
@@ -444,6 +451,7 @@ class Model:
         error: str | None,
         tag: str | None,
         hold: tuple[int, float] = (0, 0.0),
+        row: int | None = None,
     ) -> int | None:
         cost = self.price.cost(raw.usage)
         if key:  # a transport failure spent nothing we can count
@@ -465,8 +473,26 @@ class Model:
                 error=error,
                 raw_text=raw.text if error else None,
                 tag=tag,
-            )
+            ),
+            row,
         )
+
+    def _begin(self, tag: str | None) -> int | None:
+        """Record the call as in flight before it is sent (see RunDB.begin_call)."""
+        begin = getattr(self.store, "begin_call", None)
+        return begin(self.name, tag) if begin is not None else None
+
+    def _interrupted(self, row: int | None, messages: list[Message]) -> None:
+        """A call in flight when the run stopped (Ctrl-C, another job's stop): the server
+        may have run it, so it stays counted, abandoned with its prompt's estimate."""
+        if row is None or self.store is None:
+            return
+        spent = RawResponse("", Usage(estimate_tokens(messages), 0), "abandoned")
+        self.store.record_call(
+            CallRecord(self.name, ABANDONED, spent.usage.prompt_tokens, 0, 0.0, "abandoned",
+                       self.price.cost(spent.usage), "interrupted in flight (the run stopped)"),
+            row,
+        )  # fmt: skip
 
     @property
     def cost(self) -> float:
