@@ -48,6 +48,15 @@ async def read_bounded(stream: Any, limit: int = MAX_REPLY_BYTES) -> bytes | Non
     return b"".join(parts)
 
 
+def decode_body(resp: Any, data: bytes) -> str:
+    """A body as text, in the charset its headers name (UTF-8 when they name none, or one
+    that does not exist: a reply is data, never a reason to crash)."""
+    try:
+        return str(data.decode(resp.get_encoding(), "replace"))
+    except (LookupError, RuntimeError, ValueError):
+        return data.decode("utf-8", "replace")
+
+
 def is_per_request(text: str) -> bool:
     """Whether an error answer concerns this request only (context length, content policy)."""
     return bool(_CONTEXT_LENGTH.search(text) or _CONTENT_POLICY.search(text))

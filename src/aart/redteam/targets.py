@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import ConfigError, ProviderError, TargetError, TransientError
 from ..llm import GenerateConfig, Message, ModelAPI, ModelOptions, RawResponse, create_api
 from ..llm.endpoints import allowed, refuse
-from ..llm.http_status import MAX_REPLY_BYTES, read_bounded, status_error
+from ..llm.http_status import MAX_REPLY_BYTES, decode_body, read_bounded, status_error
 from ..textsim import text_hash
 
 #: redirect statuses, and how many hops a target may take
@@ -208,7 +208,7 @@ class HTTPTargetAPI(ModelAPI):
                             f"{self.spec.url} answered more than {MAX_REPLY_BYTES >> 20} MB; "
                             "not read"
                         )
-                    text = data.decode(resp.get_encoding(), "replace")
+                    text = decode_body(resp, data)
                     return resp.status, text, resp.headers.get("retry-after")
                 status = resp.status
             nxt = urllib.parse.urljoin(url, location)

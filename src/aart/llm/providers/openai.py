@@ -15,7 +15,13 @@ import aiohttp
 
 from ...errors import ConfigError, ProviderError, TransientError
 from ..endpoints import allowed, how_to_allow, refuse
-from ..http_status import MAX_REPLY_BYTES, is_per_request, read_bounded, status_error
+from ..http_status import (
+    MAX_REPLY_BYTES,
+    decode_body,
+    is_per_request,
+    read_bounded,
+    status_error,
+)
 from ..structured import schema_instructions
 from ..types import (
     GenerateConfig,
@@ -275,7 +281,7 @@ class OpenAIChatAPI(ModelAPI):
                         f"{self.base_url} answered more than {MAX_REPLY_BYTES >> 20} MB "
                         f"to a request for {config.max_tokens} tokens; not read"
                     )
-                text = data.decode(resp.get_encoding(), "replace")
+                text = decode_body(resp, data)
                 finished = True
             except TimeoutError as e:
                 # Sent but unanswered: the server may well compute it (llama-cpp-python's runs
