@@ -371,15 +371,17 @@ class Model:
             why = f"{self.name}: {err}"
         elif not err.per_request:
             self._failed_in_a_row += 1
-            if self._failed_in_a_row >= FAILURES_TO_STOP:
+            # this call's place in the streak: the message counts the failures up to it, each
+            # recorded (a job's failure, this one included), not those failing meanwhile
+            streak = self._failed_in_a_row
+            if streak >= FAILURES_TO_STOP:
                 async with self._probe_lock:  # one probe for the calls failing at once
                     if self.down is not None:
                         raise EndpointDown(self.down, status=err.status) from err
                     if self._failed_in_a_row >= FAILURES_TO_STOP and not await self._probe():
                         why = (
-                            f"{self.name}: {self._failed_in_a_row} calls in a row failed for "
-                            f"good (each failing its job), the last after {attempts} attempts: "
-                            f"{err}"
+                            f"{self.name}: {streak} calls in a row failed for good, the last "
+                            f"after {attempts} attempts: {err}"
                         )
                         why += (
                             "; a request it had answered before failed too"
