@@ -158,3 +158,31 @@ def test_a_stream_cut_mid_answer_is_named_for_what_it_is(fake_server):
         generate(model, "tell me a long story " * 3)
     assert "cut the stream after" in str(e.value) and "interrupts it" in str(e.value)
     assert "cannot reach" not in str(e.value) and "is the server running" not in str(e.value)
+
+
+def test_while_another_request_is_in_flight_the_estimate_is_scaled_not_counted(fake_server):
+    # llama-cpp-python interrupts a running stream for any request, its tokenizer's too
+    from aart.llm.providers import openai
+    from aart.llm.types import estimate_tokens
+
+    fake_server.stream_usage = False
+    fake_server.tokenizer = True
+    model = get_model("openai/fake", opts(fake_server), use_cache=False)
+    first, second = [Message("user", "a b c " * 60)], [Message("user", "d e f g " * 90)]
+
+    async def go():
+        try:
+            a = await model.generate(first, GenerateConfig(0.0, 20))
+            openai._ACTIVE[model.api.base_url] += 1  # another request of ours, running
+            try:
+                b = await model.generate(second, GenerateConfig(0.0, 20))
+            finally:
+                openai._ACTIVE[model.api.base_url] -= 1
+            return a, b
+        finally:
+            await model.aclose()
+
+    a, b = asyncio.run(go())
+    assert len(fake_server.tokenized) == 1  # the second was not sent to the tokenizer
+    ratio = a.usage.prompt_tokens / estimate_tokens(first)
+    assert ratio != 1 and b.usage.prompt_tokens == round(estimate_tokens(second) * ratio)
