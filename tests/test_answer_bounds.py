@@ -8,10 +8,11 @@ import json
 import pytest
 
 import aart
-from aart.errors import ProviderError
+from aart.errors import EndpointDown, ProviderError
 from aart.llm import GenerateConfig, Message, ModelOptions, get_model
 from aart.llm.types import answer_limit
 from aart.store.db import RunDB
+from aart.testing import FakeOpenAIServer
 
 
 def opts(server, **kw):
@@ -186,3 +187,12 @@ def test_while_another_request_is_in_flight_the_estimate_is_scaled_not_counted(f
     assert len(fake_server.tokenized) == 1  # the second was not sent to the tokenizer
     ratio = a.usage.prompt_tokens / estimate_tokens(first)
     assert ratio != 1 and b.usage.prompt_tokens == round(estimate_tokens(second) * ratio)
+
+
+def test_a_model_endpoint_that_redirects_is_not_followed(fake_server):
+    with FakeOpenAIServer() as foreign:
+        fake_server.push({"status": 307, "location": f"{foreign.base_url}/chat/completions"})
+        model = get_model("openai/fake", opts(fake_server), use_cache=False)
+        with pytest.raises(EndpointDown, match="redirects \\(HTTP 307\\) to http://127.0.0.1"):
+            generate(model)
+        assert not foreign.requests  # neither the prompt nor any header went there

@@ -13,7 +13,7 @@ from typing import Any
 
 import aiohttp
 
-from ...errors import ConfigError, ProviderError, TransientError
+from ...errors import ConfigError, EndpointDown, ProviderError, TransientError
 from ..endpoints import allowed, how_to_allow, refuse
 from ..http_status import (
     MAX_REPLY_BYTES,
@@ -265,8 +265,18 @@ class OpenAIChatAPI(ModelAPI):
             finished = False
             try:
                 resp = await asyncio.wait_for(
-                    self._http().post(url, json=body), first_deadline - time.monotonic()
+                    self._http().post(url, json=body, allow_redirects=False),
+                    first_deadline - time.monotonic(),
                 )
+                if 300 <= resp.status < 400:
+                    # aiohttp would follow it, to any host, with the prompts (and every
+                    # header but Authorization), and the answer would pass for the model's
+                    where = resp.headers.get("location", "")[:120]
+                    raise EndpointDown(
+                        f"{self.base_url} redirects (HTTP {resp.status}) to {where or '?'}: aart "
+                        "follows no redirect of a model endpoint; give the address it names as "
+                        "the base URL"
+                    )
                 if resp.status == 200 and resp.content_type == "text/event-stream":
                     raw = await self._read_stream(resp, messages, config, start)
                     finished = True
