@@ -279,7 +279,7 @@ class OpenAIChatAPI(ModelAPI):
                     )
                 if resp.status == 200 and resp.content_type == "text/event-stream":
                     raw = await self._read_stream(resp, messages, config, start)
-                    finished = True
+                    finished = not raw.truncated  # a cut stream's connection is closed
                     return raw
                 status = resp.status
                 retry_after = resp.headers.get("retry-after")
