@@ -146,3 +146,20 @@ def test_a_secret_header_does_not_follow_a_redirect_to_another_origin(
     finally:
         app.stop()
         foreign.stop()
+
+
+def test_an_unexpected_error_in_one_job_fails_that_job_only(dataset, tmp_path, monkeypatch):
+    from aart.redteam.judges import RefusalJudge
+
+    judge = RefusalJudge.judge
+
+    async def fragile(self, prompt, response):
+        if "privacy" in prompt:
+            raise KeyError("a field this answer lacks")
+        return await judge(self, prompt, response)
+
+    monkeypatch.setattr(RefusalJudge, "judge", fragile)
+    f = aart.attack(dataset, target="fake/app", out=tmp_path / "att", min_judged=0)
+    assert f.judged == 4 and len(f.failed_jobs) == 4
+    assert all("unexpected KeyError" in j["reason"] for j in f.failed_jobs)
+    assert (tmp_path / "att" / "report.md").exists()

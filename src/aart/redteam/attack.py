@@ -11,10 +11,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, EndpointDown, ProviderError, TargetError, UsageError
+from ..errors import (
+    AartError,
+    ConfigError,
+    EndpointDown,
+    ProviderError,
+    TargetError,
+    UsageError,
+)
 from ..evaluate.data import load_dataset, read_rows
 from ..llm import Budget, ModelOptions, Price
-from ..llm.batch import BatchSettings
+from ..llm.batch import BatchSettings, Deferred
 from ..llm.factory import ModelFactory
 from ..llm.http_status import is_retryable
 from ..llm.ray_executor import RaySettings
@@ -305,6 +312,12 @@ class Attack:
             # outcome, kept as a target error
             result["response"] = None
             result["target_error"] = str(e)[:300]
+        except (AartError, Deferred):
+            raise  # a spent budget, a usage error, a call waiting for its batch
+        except Exception as e:
+            # whatever this prompt's answer broke (a bug in aart included) fails this job
+            # with the reason, never the attack
+            raise ProviderError(f"unexpected {type(e).__name__}: {str(e)[:200]}") from e
         self.db.complete_job(jid, [(jid, STAGE, result)])
         if self.progress:
             self.progress()
