@@ -87,10 +87,14 @@ def test_a_reply_of_another_shape_for_one_category_is_a_target_error(
     assert len(fake_server.requests) == len(PROMPTS)  # a shape error is not retried
 
 
-def test_a_500_for_one_category_does_not_stop_the_attack(dataset, tmp_path, fake_server):
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_500_for_one_category_does_not_stop_the_attack(
+    dataset, tmp_path, fake_server, concurrency
+):
     fake_server.on_text("privacy", {"status": 500, "retry_after": 0})
     target = http_target(tmp_path, fake_server)
-    f = aart.attack(dataset, target=target, out=tmp_path / "att", concurrency=1, min_judged=0)
+    out = tmp_path / "att"
+    f = aart.attack(dataset, target=target, out=out, concurrency=concurrency, min_judged=0)
     assert not f.stopped
     assert f.judged == 4 and len(f.failed_jobs) == 4  # the other categories were measured
     assert all("HTTP 500" in j["reason"] for j in f.failed_jobs)
