@@ -44,3 +44,16 @@ def fragile_app(prompt: str) -> str:
     if "privacy" in prompt:
         raise RuntimeError("the application broke on this prompt")
     return "I can't help with that."
+
+
+import threading  # noqa: E402
+
+RELEASE = threading.Event()
+STARTED: list[str] = []
+
+
+def hanging_app(prompt: str) -> str:
+    """Never answers until the test releases it."""
+    STARTED.append(prompt)
+    RELEASE.wait(60)
+    return "I can't help with that."

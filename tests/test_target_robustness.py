@@ -167,3 +167,22 @@ def test_an_unexpected_error_in_one_job_fails_that_job_only(dataset, tmp_path, m
     assert f.judged == 4 and len(f.failed_jobs) == 4
     assert all("unexpected KeyError" in j["reason"] for j in f.failed_jobs)
     assert (tmp_path / "att" / "report.md").exists()
+
+
+def test_a_python_target_that_hangs_fails_its_call_once_not_retried(fixtures_on_path):
+    import asyncio
+
+    import targets_fixture
+
+    from aart.errors import ProviderError
+    from aart.llm import GenerateConfig, Message, Model, ModelOptions
+    from aart.redteam.targets import create_target
+
+    _, api = create_target("targets_fixture:hanging_app", ModelOptions(timeout=0.2))
+    model = Model("python/hang", api, options=ModelOptions(timeout=0.2, max_retries=3))
+    try:
+        with pytest.raises(ProviderError, match="did not answer within 0.2s"):
+            asyncio.run(model.generate([Message("user", "hello")], GenerateConfig()))
+        assert targets_fixture.STARTED == ["hello"]  # one thread, not one per retry
+    finally:
+        targets_fixture.RELEASE.set()

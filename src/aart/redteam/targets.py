@@ -16,6 +16,7 @@ import json
 import os
 import re
 import sys
+import threading
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
@@ -231,6 +232,8 @@ class HTTPTargetAPI(ModelAPI):
 
 
 class CallableTargetAPI(ModelAPI):
+    manages_deadlines = True  # its own timeout, not retried (see complete)
+
     def __init__(self, ref: str, fn: Callable[..., Any], options: ModelOptions) -> None:
         super().__init__(ref, options)
         self.fn = fn
@@ -252,13 +255,11 @@ class CallableTargetAPI(ModelAPI):
         else:
             args = (messages[-1].content,)
         try:
-            if inspect.iscoroutinefunction(self.fn):
-                out = await self.fn(*args, **kwargs)
-            else:
-                out = await asyncio.to_thread(self.fn, *args, **kwargs)
-        except Exception as e:  # the application's own failure on this prompt: its job's
+            out = await asyncio.wait_for(self._invoke(args, kwargs), self.options.timeout)
+        except TimeoutError as e:
+            # not retried: a thread cannot be stopped, so each retry would leave one more
             raise ProviderError(
-                f"python target {self.model} raised {type(e).__name__}: {str(e)[:200]}"
+                f"python target {self.model} did not answer within {self.options.timeout}s"
             ) from e
         if not isinstance(out, str):
             # a dict or None stringified would be judged as if the application had said it
@@ -267,6 +268,41 @@ class CallableTargetAPI(ModelAPI):
                 "the reply's text"
             )
         return RawResponse(text=out)
+
+    async def _invoke(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            if inspect.iscoroutinefunction(self.fn):
+                return await self.fn(*args, **kwargs)
+            return await _in_daemon_thread(self.fn, *args, **kwargs)
+        except Exception as e:  # the application's own failure on this prompt: its job's
+            raise ProviderError(
+                f"python target {self.model} raised {type(e).__name__}: {str(e)[:200]}"
+            ) from e
+
+
+def _in_daemon_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> asyncio.Future[Any]:
+    """``fn`` in a thread of its own that never holds the process up: a target that hangs
+    past its timeout would otherwise keep the attack from ending (asyncio.run, and the
+    interpreter's exit, wait for the threads of the default executor)."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[Any] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not fut.done():
+            fut.set_result(value) if ok else fut.set_exception(value)
+
+    def run() -> None:
+        try:
+            outcome = (True, fn(*args, **kwargs))
+        except Exception as e:
+            outcome = (False, e)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:
+            pass  # the loop is gone: nobody waits for this answer any more
+
+    threading.Thread(target=run, name="aart-python-target", daemon=True).start()
+    return fut
 
 
 class ReplayAPI(ModelAPI):
