@@ -32,3 +32,28 @@ def chat_app(messages: list[dict[str, str]]) -> str:
     TURNS.append(messages)
     users = [m for m in messages if m["role"] == "user"]
     return "Sure, here is more detail." if len(users) >= 3 else "I can't help with that."
+
+
+def dict_app(prompt: str) -> dict[str, str]:
+    """Returns a structure, not text: a target error, never judged."""
+    return {"reply": "Sure, here is some general information."}
+
+
+def fragile_app(prompt: str) -> str:
+    """Raises on one kind of prompt, as an application with a bug would."""
+    if "privacy" in prompt:
+        raise RuntimeError("the application broke on this prompt")
+    return "I can't help with that."
+
+
+import threading  # noqa: E402
+
+RELEASE = threading.Event()
+STARTED: list[str] = []
+
+
+def hanging_app(prompt: str) -> str:
+    """Never answers until the test releases it."""
+    STARTED.append(prompt)
+    RELEASE.wait(60)
+    return "I can't help with that."

@@ -469,7 +469,7 @@ def test_attack_prices_and_cost_cap(dataset, tmp_path, fake_server):
     assert (
         f"${expected:.4f}" in r.stdout and "cost $" in (tmp_path / "a2" / "report.md").read_text()
     )
-    # a cap below one call's cost stops the attack after the calls in flight
+    # a cap below what one call may cost (its prompt and max_tokens) makes no call at all
     r = aart_cli(
         "attack",
         dataset,
@@ -482,10 +482,34 @@ def test_attack_prices_and_cost_cap(dataset, tmp_path, fake_server):
         "--out",
         tmp_path / "a3",
     )
-    assert r.returncode == 1 and "budget exhausted" in r.stderr
-    assert len(_calls(tmp_path / "a3")) == 1
+    assert r.returncode == 1 and "budget exhausted" in r.stderr and "raise --max-cost" in r.stderr
+    assert len(_calls(tmp_path / "a3")) == 0 and not fake_server.requests[4:]
+    assert (tmp_path / "a3" / "report.md").exists()  # the (empty) partial reports
     r = aart_cli("attack", dataset, *base, "--price", "openai/app=cheap", "--out", tmp_path / "a4")
     assert r.returncode == 2 and "MODEL=IN,OUT" in r.stderr
+
+
+def test_max_cost_is_never_overshot_and_the_partial_reports_are_written(
+    dataset, tmp_path, fake_server
+):
+    # 4 prompts at once, each call costing about $0.035 and at most $0.058 (20 tokens asked):
+    # a $0.1 cap lets no more calls go than it can pay for, whatever is in flight
+    out = tmp_path / "att"
+    r = aart_cli(
+        "attack", dataset, "--target", "openai/app", "--base-url", fake_server.base_url,
+        "--price", "openai/app=1000,2000", "--max-tokens", "20", "--max-cost", "0.1",
+        "--concurrency", "4", "--system-prompt", "s", "--out", out,
+    )  # fmt: skip
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "budget exhausted" in r.stderr and "raise --max-cost" in r.stderr
+    assert "budget:" not in r.stderr  # the option given, not the recipe's key
+    spent = sum(
+        (c["prompt_tokens"] * 1000 + c["completion_tokens"] * 2000) / 1e6 for c in _calls(out)
+    )
+    assert 0 < spent <= 0.1 and len(fake_server.requests) == len(_calls(out))
+    summary = json.loads((out / "attack.json").read_text())
+    assert summary["judged"] == len(_calls(out)) < 4 and "budget exhausted" in summary["stopped"]
+    assert (out / "report.html").exists() and (out / "report.md").exists()
 
 
 def _calls(out):
@@ -497,3 +521,57 @@ def _calls(out):
     ).fetchall()
     con.close()
     return [{"prompt_tokens": a, "completion_tokens": b} for a, b in rows]
+
+
+def test_a_usage_error_creates_nothing_and_the_corrected_command_runs(dataset, tmp_path):
+    out = tmp_path / "att"
+    base = ["attack", dataset, "--target", "fake/app", "--strategy", "pair", "--out", out]
+    r = aart_cli(*base)
+    assert r.returncode == 2 and "need an attacker model: --attacker" in r.stderr
+    assert not out.exists()  # no run.db to refuse the corrected command with
+    r = aart_cli(*base, "--attacker", "fake/attacker")
+    assert r.returncode == 0, r.stderr
+    assert "other settings" not in r.stderr and (out / "report.md").exists()
+    # a usage error on an existing attack directory leaves it as it was
+    before = sorted(p.name for p in out.iterdir())
+    r = aart_cli("attack", dataset, "--target", "fake/app", "--strategy", "crescendo", "--out", out)
+    assert r.returncode == 2 and sorted(p.name for p in out.iterdir()) == before
+
+
+def test_calls_in_flight_at_a_sigkill_are_recorded_and_counted(dataset, tmp_path):
+    rows = [
+        {"id": f"r{i}", "prompt": f"question number {i} about rule breaking", "axes": {"c": ["x"]}}
+        for i in range(12)
+    ]
+    dataset.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    server = FakeOpenAIServer().start()
+    # five answers, then the next two hang: the process is killed with them in flight
+    server.push({}, {}, {}, {}, {}, {"delay": 120}, {"delay": 120})
+    try:
+        out = tmp_path / "att"
+        cmd = [
+            sys.executable, "-m", "aart", "attack", str(dataset), "--target", "openai/app",
+            "--base-url", server.base_url, "--concurrency", "2", "--system-prompt", "s",
+            "--out", str(out),
+        ]  # fmt: skip
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        while len(server.requests) < 7 and time.time() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        import sqlite3
+
+        con = sqlite3.connect(out / "run.db")
+        keys = [k for (k,) in con.execute("SELECT cache_key FROM calls")]
+        con.close()
+        assert len(keys) == len(server.requests) == 7  # every call sent is in run.db
+        assert keys.count("in-flight") == 2
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        summary = json.loads((out / "attack.json").read_text())
+        # the two sent again are counted twice: once in flight at the kill, once answered
+        assert summary["usage"]["calls"] == len(server.requests) == 14
+        assert summary["usage"]["in_flight"] == 2 and summary["judged"] == 12
+    finally:
+        server.stop()

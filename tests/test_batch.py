@@ -267,3 +267,42 @@ def test_the_dry_run_prices_step_3_at_the_batch_price(tmp_path):
             timeout=60,
         )
         assert "(Step 3 at the batch price)" in r.stdout
+
+
+def test_import_reports_foreign_and_malformed_lines_and_refuses_negative_tokens(tmp_path, caplog):
+    with FakeOpenAIServer() as server:
+        recipe = batch_recipe(tmp_path, server)
+        out = tmp_path / "files"
+        aart.define(recipe, out)
+        aart.scope(out)
+        result = aart.batch_export(out)
+        path = result.exported[0][0]
+        results = path.with_name("results-" + path.name)
+        vllm_run_batch(server.base_url, path, results)
+        lines = results.read_text().splitlines()
+        bad = json.loads(lines[0])
+        bad["response"]["body"]["usage"]["prompt_tokens"] = -5
+        odd = json.loads(lines[2])
+        odd["response"]["status_code"] = "two hundred"
+        foreign = {**json.loads(lines[1]), "custom_id": "someone-else#0"}
+        lines = [json.dumps(bad), lines[1], json.dumps(odd), *lines[3:]]
+        lines += ["not json at all", json.dumps(foreign), "[1, 2]"]
+        results.write_text("\n".join(lines) + "\n")
+        with caplog.at_level("WARNING", logger="aart"):
+            result = aart.batch_export(out, import_from=results)
+        notes = [r.getMessage() for r in caplog.records]
+        assert any("line 1: malformed" in n and "prompt_tokens is '-5'" in n for n in notes)
+        assert any(f"{results}, line {len(lines) - 2}: not JSON" in n for n in notes)
+        assert any("'someone-else#0' is no request of this run" in n for n in notes)
+        assert any("a JSON list, not an object" in n for n in notes)
+        assert any("status_code 'two hundred' is not an HTTP status" in n for n in notes)
+        assert result.imported is not None and result.imported[0] == len(lines) - 5
+        while result.stats is None:
+            path = result.exported[0][0]
+            results = path.with_name("results-" + path.name)
+            vllm_run_batch(server.base_url, path, results)
+            result = aart.batch_export(out, import_from=results)
+        failed = result.stats.failed_jobs
+        assert len(failed) == 2 and "prompt_tokens is '-5'" in failed[0]["reason"]
+        assert "is not an HTTP status" in failed[1]["reason"]
+        assert all(c[1] >= 0 and c[2] >= 0 for c in calls(out))  # nothing negative was paid

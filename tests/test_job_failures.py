@@ -57,8 +57,9 @@ def test_a_401_stops_at_the_first_call(fake_server):
 
 
 def test_three_failures_in_a_row_mean_the_endpoint_is_down(fake_server):
-    # 2 failures, a success (which resets the count), then 3 failures
-    fake_server.push(*[{"status": 500}] * 4, {}, *[{"status": 500}] * 6)
+    # 2 failures, a success (which resets the count), then 3 failures and the request that
+    # had succeeded, sent again, fails too
+    fake_server.push(*[{"status": 500}] * 4, {}, *[{"status": 500}] * 7)
     model = get_model("openai/fake", opts(fake_server, max_retries=1), use_cache=False)
     outcomes = call(model, 6)
     kinds = [type(o).__name__ if isinstance(o, Exception) else "ok" for o in outcomes]
@@ -71,7 +72,32 @@ def test_three_failures_in_a_row_mean_the_endpoint_is_down(fake_server):
         "EndpointDown",
     ]
     assert "3 calls in a row failed for good" in str(outcomes[-1])
-    assert len(fake_server.requests) == 11
+    assert "a request it had answered before failed too" in str(outcomes[-1])
+    assert len(fake_server.requests) == 12
+    assert fake_server.requests[-1] == fake_server.requests[4]  # the probe: "hello 2" again
+
+
+def test_failures_of_some_prompts_are_not_the_endpoint_down(fake_server):
+    # one kind of prompt fails for good, several in a row; the endpoint still answers the
+    # request it answered before, so those are the prompts' failures, not "endpoint down"
+    fake_server.on_text("broken", {"status": 500})
+    model = get_model("openai/fake", opts(fake_server, max_retries=0), use_cache=False)
+
+    async def go():
+        out = []
+        try:
+            for text in ["fine 0", "broken 1", "broken 2", "broken 3", "broken 4", "fine 5"]:
+                try:
+                    await model.generate([Message("user", text)], GenerateConfig())
+                    out.append("ok")
+                except ProviderError as e:
+                    out.append(type(e).__name__)
+        finally:
+            await model.aclose()
+        return out
+
+    assert asyncio.run(go()) == ["ok", *["ProviderError"] * 4, "ok"]
+    assert model.down is None
 
 
 def test_per_request_rejections_never_stop_the_endpoint(fake_server):

@@ -140,3 +140,30 @@ def test_batch_files_through_llama_cpp_python_server(llama_server, tmp_path):
     assert modes[:2] == ["json_schema", "json_object"]  # the fallback, as online
     for line in (out / "dataset.jsonl").read_text().splitlines():
         assert json.loads(line)["provenance"]["model"] == "openai/qwen"
+
+
+@needs_embedded
+@pytest.mark.embedded
+def test_streamed_prompt_tokens_are_the_servers_own_count(llama_server):
+    # its streams carry no usage: the prompt is counted by its /extras/tokenize/count, and
+    # comes out as the server's own usage of the same request unstreamed
+    import asyncio
+
+    from aart.llm import GenerateConfig, Message, ModelOptions, get_model
+
+    msgs = [
+        Message("system", "You are a helpful writing assistant for a small library."),
+        Message("user", "Explain, in two sentences, why littering in parks is a problem."),
+    ]
+
+    async def prompt_tokens(stream: bool) -> tuple[int, bool]:
+        opts = ModelOptions(base_url=llama_server, stream=stream, concurrency=1, timeout=300)
+        model = get_model("openai/qwen", opts, use_cache=False)
+        try:
+            out = await model.generate(msgs, GenerateConfig(0.0, 8, 0))
+        finally:
+            await model.aclose()
+        return out.usage.prompt_tokens, bool(model.api._tokenizer)
+
+    streamed, tokenizer = asyncio.run(prompt_tokens(True))
+    assert tokenizer and streamed == asyncio.run(prompt_tokens(False))[0]

@@ -294,17 +294,22 @@ def test_a_refinement_chain_killed_midway_resumes_without_paying_twice(tmp_path)
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=os.environ)
         assert done.returncode == 0, done.stderr
         con = sqlite3.connect(out / "run.db")
+        answered = "cache_key NOT IN ('', 'in-flight')"
         repeated = con.execute(
-            "SELECT cache_key, COUNT(*) FROM calls WHERE cache_key != '' GROUP BY cache_key"
+            f"SELECT cache_key, COUNT(*) FROM calls WHERE {answered} GROUP BY cache_key"
             " HAVING COUNT(*) > 1"
         ).fetchall()
-        total = con.execute("SELECT COUNT(*) FROM calls WHERE cache_key != ''").fetchone()[0]
+        total = con.execute(f"SELECT COUNT(*) FROM calls WHERE {answered}").fetchone()[0]
+        in_flight = con.execute("SELECT COUNT(*) FROM calls WHERE cache_key = 'in-flight'")
+        sent_again = in_flight.fetchone()[0]
         con.close()
-        assert repeated == []  # no paid call twice
+        assert repeated == []  # no call whose answer arrived was paid twice
         # what one uninterrupted attack pays: 3 control prompts (target + judge) and 3 chains
         # of 3 rounds whose first round is the control's own request (2 target, 2 judge and
-        # 2 attacker calls more each)
+        # 2 attacker calls more each); the calls in flight at the kill were sent again, and
+        # run.db has them as in flight: every call the server received is in run.db
         assert total == 3 * 2 + 3 * 6
+        assert len(server.requests) <= total + sent_again  # (one may have died unsent)
         summary = json.loads((out / "attack.json").read_text())
         assert summary["strategy_stats"]["pair"]["chains"] == 3
     finally:

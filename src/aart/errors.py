@@ -9,6 +9,8 @@ AartError                      base; the CLI prints its message, no traceback
     ├── ProviderError          an endpoint failed after retries, or answered unusably
     │   ├── TransientError     a retryable failure (429, 5xx, timeout, connection)
     │   ├── ContentRejected    the endpoint's content filter refused this request
+    │   ├── TargetError        the application answered this prompt unusably (a reply of
+    │   │                      the wrong shape or type, a redirect off its origin)
     │   └── EndpointDown       every call fails (down, wrong key, unknown model): stop the run
     ├── StructuredOutputError  a model never produced valid structured output
     └── ModelFileError         a local model file is missing or corrupted
@@ -101,9 +103,23 @@ class ContentRejected(ProviderError):
         super().__init__(message, status=status, per_request=True)
 
 
+class TargetError(ProviderError):
+    """The application under test answered this one prompt unusably: its reply has another
+    shape than the target file says, a Python target returned something other than text, or
+    the reply came from another origin. That prompt's outcome (a target error, never judged),
+    not a sign that the endpoint is down."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message, status=status, per_request=True)
+
+
 class EndpointDown(ProviderError):
     """Not one job's failure but the endpoint's: further calls would fail the same way, so
-    the run stops early with this one message (work done so far is kept)."""
+    the run stops early with this one message (work done so far is kept). ``own``: raised
+    by the job whose own call failed last (recorded as a failed job, so the message's count
+    and the failed jobs agree), not by one that found the endpoint down already."""
+
+    own = False
 
 
 class StructuredOutputError(RuntimeFailure):

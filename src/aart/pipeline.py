@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from .errors import BudgetError, EndpointDown, UsageError
-from .llm import Model, ModelOptions, Price
+from .llm import BudgetExhausted, Model, ModelOptions, Price
 from .llm.batch import BatchSettings
 from .llm.factory import ModelFactory
 from .llm.providers.base import provider_names
@@ -513,6 +513,7 @@ def attack_config(
         max_calls=budget.max_calls if budget else None,
         max_tokens_total=budget.max_tokens if budget else None,
         max_cost=max_cost if max_cost is not None else budget.max_cost if budget else None,
+        budget_names={"max_cost": "--max-cost"} if max_cost is not None else {},
         text_column=text_column,
         axis_columns=axis_columns or {},
         annotation_columns=annotation_columns or {},
@@ -558,12 +559,17 @@ def _run_attack(
     a = Attack(ds, out, config)
     try:
         tick = progress(f"attack on {a.target_name}", len(a.records)) if progress else None
+        spent: BudgetExhausted | None = None
         try:
             findings = asyncio.run(a.run(tick))
         except EndpointDown as e:
             # The target or a judge fails every call: report what was done, inconclusive.
             findings = a.findings()
             findings.stopped = str(e)
+        except BudgetExhausted as e:  # the partial reports are written, then it is raised
+            findings = a.findings()
+            findings.stopped = str(e)
+            spent = e
         results = a.results()  # every verdict, for results.jsonl/.csv/.parquet
     finally:
         a.close()
@@ -583,6 +589,8 @@ def _run_attack(
         write_regression_dataset(findings, outdir / "failures.jsonl")
         write_results(results, outdir)
         write_attack_report(findings, outdir)
+    if spent is not None:
+        raise BudgetExhausted(f"{spent}; the partial reports are in {outdir}") from None
     return findings
 
 

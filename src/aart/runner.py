@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .errors import EndpointDown, ProviderError
 from .llm.batch import Deferred
+from .llm.limits import BudgetExhausted
 
 if TYPE_CHECKING:
     from .llm.batch import BatchQueue
@@ -80,8 +81,9 @@ async def run_jobs(
     same run directory split them and none is done twice. Returns when no job is left to take
     and no other worker holds one (its results may call for more work). A job whose call
     fails for good is marked failed with its reason and the others go on (re-running retries
-    it); an endpoint that is down, a spent budget or Ctrl-C stops them all (this worker's
-    unfinished jobs are given back). Returns how many jobs failed.
+    it); an endpoint that is down or Ctrl-C stops them all (this worker's unfinished jobs
+    are given back); a spent budget starts no more jobs, lets the calls in flight finish and
+    is raised then. Returns how many jobs failed.
 
     With ``batch``, calls without an answer yet are queued and their jobs wait: the queued
     requests go out as batches and the jobs run again once the answers are in, until none
@@ -108,9 +110,14 @@ async def _run_round(
 ) -> int:
     failed = 0
     taken: deque[tuple[str, dict[str, Any]]] = deque()
+    #: a spent budget: no job is started after it, the calls in flight finish (and are paid
+    #: for and kept), then it is raised
+    spent: list[BudgetExhausted] = []
 
     async def take() -> tuple[str, dict[str, Any]] | None:
         while True:
+            if spent:
+                return None
             if taken:
                 return taken.popleft()
             batch = db.claim_jobs(stage, max(1, concurrency), LEASE_SECONDS)
@@ -128,7 +135,12 @@ async def _run_round(
                 await worker(job)
             except Deferred:
                 pass  # its call waits for a batch: the job stays leased until the round ends
-            except EndpointDown:
+            except BudgetExhausted as e:
+                spent.append(e)  # this job is given back (pending) when the leases drop
+                return
+            except EndpointDown as e:
+                if e.own:  # this job's call was the last straw: it failed, as the others did
+                    db.fail_job(job[0], str(e)[:500])
                 raise
             except ProviderError as e:
                 db.fail_job(job[0], str(e)[:500])
@@ -145,4 +157,6 @@ async def _run_round(
     finally:
         beat.cancel()
         db.drop_leases()
+    if spent:
+        raise spent[0]
     return failed

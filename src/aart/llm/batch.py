@@ -30,7 +30,7 @@ from ..store.batches import ANSWERED, CREATING, QUEUED, Batch, BatchRequest, Bat
 from .http_status import is_retryable, status_error
 from .limits import Budget, Price
 from .model import CallRecord
-from .providers.openai import MODES, OpenAIChatAPI, format_rejected
+from .providers.openai import MODES, OpenAIChatAPI, format_rejected, parse_usage
 from .types import GenerateConfig, Message, RawResponse, Usage
 
 if TYPE_CHECKING:
@@ -48,6 +48,8 @@ TERMINAL = ("completed", "failed", "expired", "cancelled")
 NOT_RUN = ("batch_expired", "batch_cancelled", "batch_failed")
 CHAT_URL = "/v1/chat/completions"
 log = logging.getLogger("aart")
+#: the status kept for a request whose result line was unusable (its job fails with why)
+MALFORMED = -1
 #: the id prefix of requests written for `vllm run-batch` (no server to ask about them)
 EXPORT = "export:"
 
@@ -123,6 +125,8 @@ class BatchQueue:
         self.models: dict[str, Model] = {}
         #: batches submitted by this invocation
         self.submitted = 0
+        #: result lines not stored, and why (foreign, malformed, unusable answers)
+        self.rejected: list[str] = []
 
     # -- what a model call sees -------------------------------------------------------------
     @staticmethod
@@ -160,6 +164,8 @@ class BatchQueue:
                 )
             raise Deferred(key)
         text = req.result or ""
+        if req.status == MALFORMED:
+            raise ProviderError(f"{model.name}: the batch's answer is unusable ({text[:300]})")
         if req.status == 200:
             raw = api.parse_answer(200, text)
             raw.call_id = req.call_id
@@ -262,7 +268,8 @@ class BatchQueue:
     ) -> None:
         for file_id in (info.get("output_file_id"), info.get("error_file_id")):
             if file_id:
-                self.store_lines((await client.content(file_id)).splitlines())
+                lines = (await client.content(file_id)).splitlines()
+                self.store_lines(lines, f"batch {batch_id}'s file {file_id}")
         left = self.tables.close(batch_id)
         if info.get("status") != "completed" or left:
             errors = "; ".join(
@@ -274,35 +281,68 @@ class BatchQueue:
             )
 
     # -- answers ------------------------------------------------------------------------------
-    def store_lines(self, lines: Iterable[bytes | str]) -> int:
+    def store_lines(self, lines: Iterable[bytes | str], source: str = "the batch") -> int:
         """Store the answers of a batch output or error file (OpenAI's format, which
         ``vllm run-batch`` writes too). Each answer is paid for once, at the batch price.
+        A line that is not JSON, names no request of this run, or holds an unusable answer
+        (say, a negative token count) is reported (``rejected``, and a warning); an unusable
+        answer to one of this run's requests fails that request's job with the reason.
         Returns how many answers were stored."""
         stored = 0
-        for raw_line in lines:
+        for n, raw_line in enumerate(lines, 1):
             if not raw_line.strip():
                 continue
             try:
                 line = json.loads(raw_line)
             except ValueError:
+                self._reject(source, n, "not JSON")
                 continue
-            if isinstance(line, dict) and self._store(line):
+            if not isinstance(line, dict):
+                self._reject(source, n, f"a JSON {type(line).__name__}, not an object")
+                continue
+            if self._store(line, source, n):
                 stored += 1
         return stored
 
-    def _store(self, line: dict[str, Any]) -> bool:
+    def _reject(self, source: str, n: int, why: str) -> None:
+        message = f"{source}, line {n}: {why}; line skipped"
+        self.rejected.append(message)
+        log.warning("%s", message)
+
+    def _store(self, line: dict[str, Any], source: str = "the batch", n: int = 0) -> bool:
         req = self.tables.by_custom_id(str(line.get("custom_id")))
-        if req is None or req.state == ANSWERED:
+        if req is None:
+            cid = str(line.get("custom_id"))[:60]
+            self._reject(source, n, f"custom_id {cid!r} is no request of this run")
+            return False
+        if req.state == ANSWERED:
             return False
         response = line.get("response") or {}
         error = line.get("error") or {}
-        status = int(response.get("status_code") or 0)
-        body = response.get("body")
-        if status == 200 and isinstance(body, dict):
-            u = body.get("usage") or {}
-            usage = Usage(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0))
-            choice = (body.get("choices") or [{}])[0]
-            call_id = self._pay(req, usage, str(choice.get("finish_reason") or "stop"))
+        try:
+            if not isinstance(response, dict) or not isinstance(error, dict):
+                raise ValueError("response and error must be objects")
+            code = response.get("status_code") or 0
+            if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code < 600:
+                raise ValueError(f"status_code {str(code)[:20]!r} is not an HTTP status")
+            status = code
+            body = response.get("body")
+            usage = (
+                parse_usage(body.get("usage"), "the batch")
+                if status == 200 and isinstance(body, dict)
+                else None
+            )
+        except (ValueError, TransientError) as e:
+            # this request's answer is unusable: its job fails with the reason, paid nothing
+            why = f"{source}, line {n}: {e}"
+            self._reject(source, n, f"{e}; its job fails")
+            self.tables.answer(req.key, MALFORMED, why, None)
+            return False
+        if usage is not None and isinstance(body, dict):
+            choices = body.get("choices")
+            choice = choices[0] if isinstance(choices, list) and choices else {}
+            finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+            call_id = self._pay(req, usage, str(finish or "stop"))
             self.tables.answer(req.key, 200, json.dumps(body), call_id)
             return True
         text = json.dumps(body if body is not None else error)
@@ -364,7 +404,7 @@ class BatchQueue:
         requests it does not answer are queued again. Returns (answers stored, requests
         queued again)."""
         with path.open("rb") as f:
-            stored = self.store_lines(f)
+            stored = self.store_lines(f, str(path))
         left = 0
         for b in self.tables.open():
             if b.id.startswith(EXPORT):

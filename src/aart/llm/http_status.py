@@ -7,6 +7,7 @@ from __future__ import annotations
 import email.utils
 import re
 import time
+from typing import Any
 
 from ..errors import ContentRejected, ProviderError, TransientError
 
@@ -27,6 +28,33 @@ _CONTENT_POLICY = re.compile(
     r"content.?policy|content.?filter|content_management|invalid_prompt|responsible ?ai|safety",
     re.I,
 )
+
+
+#: the most of one HTTP answer that is read: a larger one fails its call (what is kept of an
+#: answer is bounded further, see aart.llm.types.answer_limit)
+MAX_REPLY_BYTES = 64 << 20
+
+
+async def read_bounded(stream: Any, limit: int = MAX_REPLY_BYTES) -> bytes | None:
+    """At most ``limit`` bytes of a body (an aiohttp StreamReader), or None when it holds
+    more (not read further)."""
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in stream.iter_any():
+        size += len(chunk)
+        if size > limit:
+            return None
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def decode_body(resp: Any, data: bytes) -> str:
+    """A body as text, in the charset its headers name (UTF-8 when they name none, or one
+    that does not exist: a reply is data, never a reason to crash)."""
+    try:
+        return str(data.decode(resp.get_encoding(), "replace"))
+    except (LookupError, RuntimeError, ValueError):
+        return data.decode("utf-8", "replace")
 
 
 def is_per_request(text: str) -> bool:

@@ -6,7 +6,7 @@ import asyncio
 import random
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import RuntimeFailure, TransientError
@@ -106,6 +106,13 @@ class Budget:
     #: calls started but not yet paid for: counted against max_calls, so concurrent callers
     #: cannot all pass the check before any of them has spent
     in_flight: int = 0
+    #: what the calls in flight may cost at most (their prompts and max_tokens), held
+    #: against max_tokens and max_cost, so the calls in flight cannot overshoot them
+    held_tokens: int = 0
+    held_cost: float = 0.0
+    #: how the user set each cap ("max_cost": "--max-cost"), for the message that it is
+    #: spent; a cap not named here came from the recipe's ``budget:``
+    names: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def resuming(
@@ -128,32 +135,61 @@ class Budget:
             cost=spent.get("priced_cost", spent["cost"]) or 0.0,  # None: unpriced calls
         )
 
-    def reserve(self) -> None:
-        """Check the caps and hold one call; raise BudgetExhausted when a cap is reached.
-        Check and hold happen with no await between them, so under asyncio it is atomic."""
-        self.check()
+    def reserve(self, tokens: int = 0, cost: float = 0.0) -> tuple[int, float]:
+        """Check the caps and hold one call that may spend up to ``tokens`` and ``cost``;
+        raise BudgetExhausted when a cap is reached or the call could pass it. Check and
+        hold happen with no await between them, so under asyncio it is atomic. Returns the
+        hold, to give to :meth:`spend` or :meth:`release`."""
+        self.check(tokens, cost)
         self.in_flight += 1
+        self.held_tokens += tokens
+        self.held_cost += cost
+        return tokens, cost
 
-    def release(self) -> None:
+    def release(self, hold: tuple[int, float] = (0, 0.0)) -> None:
         """Give back a held call that was not paid for (a transport failure)."""
         self.in_flight = max(0, self.in_flight - 1)
+        self.held_tokens = max(0, self.held_tokens - hold[0])
+        self.held_cost = max(0.0, self.held_cost - hold[1])
 
-    def check(self) -> None:
+    def check(self, tokens: int = 0, cost: float = 0.0) -> None:
         if self.max_calls is not None and self.calls + self.in_flight >= self.max_calls:
-            raise BudgetExhausted(self._msg(f"{self.calls} calls of max_calls {self.max_calls}"))
-        if self.max_tokens is not None and self.tokens >= self.max_tokens:
             raise BudgetExhausted(
-                self._msg(f"{self.tokens} tokens of max_tokens {self.max_tokens}")
+                self._msg("max_calls", f"{self.calls} calls of {{}} {self.max_calls}")
             )
-        if self.max_cost is not None and self.cost >= self.max_cost:
-            raise BudgetExhausted(self._msg(f"${self.cost:.4f} of max_cost ${self.max_cost}"))
+        if self.max_tokens is not None and (
+            self.tokens >= self.max_tokens
+            or self.tokens + self.held_tokens + tokens > self.max_tokens
+        ):
+            raise BudgetExhausted(
+                self._msg(
+                    "max_tokens",
+                    f"{self.tokens} tokens spent, {self.held_tokens} held by the calls in "
+                    f"flight, of {{}} {self.max_tokens}; the next call may take {tokens}",
+                )
+            )
+        if self.max_cost is not None and (
+            self.cost >= self.max_cost or self.cost + self.held_cost + cost > self.max_cost
+        ):
+            raise BudgetExhausted(
+                self._msg(
+                    "max_cost",
+                    f"${self.cost:.4f} spent, ${self.held_cost:.4f} held by the calls in "
+                    f"flight, of {{}} ${self.max_cost}; the next call may cost ${cost:.4f}",
+                )
+            )
 
-    @staticmethod
-    def _msg(what: str) -> str:
+    def _msg(self, cap: str, what: str) -> str:
+        option = self.names.get(cap)
+        if option:
+            return (
+                f"budget exhausted ({what.format(option)}); work done so far is saved: raise "
+                f"{option} and re-run the same command to continue"
+            )
         return (
-            f"budget exhausted ({what}); work done so far is saved: raise `budget:` in the "
-            "recipe (or in the run directory's recipe.yaml) and re-run the same command to "
-            "continue"
+            f"budget exhausted ({what.format(cap)}); work done so far is saved: raise "
+            f"`budget:` in the recipe (its {cap}; or in the run directory's recipe.yaml) and "
+            "re-run the same command to continue"
         )
 
     def room(self) -> int | None:
@@ -162,8 +198,8 @@ class Budget:
         self.check()
         return None if self.max_calls is None else self.max_calls - self.calls - self.in_flight
 
-    def spend(self, usage: Usage, cost: float) -> None:
-        self.in_flight = max(0, self.in_flight - 1)
+    def spend(self, usage: Usage, cost: float, hold: tuple[int, float] = (0, 0.0)) -> None:
+        self.release(hold)
         self.add(usage, cost)
 
     def add(self, usage: Usage, cost: float) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import random
 import time
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from ..errors import (
     EndpointDown,
     ProviderError,
     StructuredOutputError,
+    TargetError,
     TransientError,
 )
 from .adaptive import AdaptiveLimit, limit_for
@@ -23,7 +25,15 @@ from .http_status import is_endpoint_fault
 from .limits import Budget, Price, RateLimiter, RetryPolicy
 from .providers.base import ModelAPI, ModelOptions, create_api
 from .structured import parse_json, schema_errors
-from .types import GenerateConfig, Message, ModelOutput, RawResponse, Usage, estimate_tokens
+from .types import (
+    GenerateConfig,
+    Message,
+    ModelOutput,
+    RawResponse,
+    Usage,
+    answer_limit,
+    estimate_tokens,
+)
 
 if TYPE_CHECKING:
     from .batch import BatchQueue
@@ -52,7 +62,7 @@ class CallStore(Protocol):
 
     def cache_get(self, key: str) -> dict[str, Any] | None: ...
     def cache_put(self, key: str, model: str, value: dict[str, Any]) -> None: ...
-    def record_call(self, record: CallRecord) -> int: ...
+    def record_call(self, record: CallRecord, row: int | None = None) -> int: ...
 
 
 def cache_key(
@@ -67,6 +77,8 @@ def cache_key(
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
+log = logging.getLogger("aart")
+
 # requests being answered right now, by (store, cache key): a second caller waits for the first
 _INFLIGHT: dict[tuple[int, str], asyncio.Future[None]] = {}
 
@@ -74,7 +86,9 @@ _INFLIGHT: dict[tuple[int, str], asyncio.Future[None]] = {}
 ABANDONED = "abandoned"
 
 #: This many calls in a row that fail for good (retries spent, or a non-retryable answer),
-#: with no success between them, mean the endpoint is down rather than one job unlucky.
+#: with no success between them, make the endpoint suspect. It is down only when a request
+#: it answered before (or a plain "Hello") fails too: the failures may be one category of prompts that breaks
+#: the application (a dataset sorted by category sends them together), not the endpoint.
 FAILURES_TO_STOP = 3
 
 
@@ -115,6 +129,10 @@ class Model:
         self.cache_hits = 0
         self.failures = 0
         self._failed_in_a_row = 0
+        #: the last request the endpoint answered: re-sent to tell "down" from "these
+        #: prompts fail" (see FAILURES_TO_STOP)
+        self._last_ok: tuple[list[Message], GenerateConfig, dict[str, Any] | None] | None = None
+        self._probe_lock = asyncio.Lock()
         #: why the endpoint is considered down; once set, every call raises EndpointDown
         self.down: str | None = None
         #: batch mode: calls are answered by batches (see aart.llm.batch), not sent one by one
@@ -177,6 +195,7 @@ class Model:
             usage=Usage(**hit["usage"]),
             finish_reason=hit["finish_reason"],
             cached=True,
+            truncated=bool(hit.get("truncated")),
             model=self.name,
         )
         if schema is not None:
@@ -201,13 +220,25 @@ class Model:
                 cfg = GenerateConfig(
                     config.temperature, config.max_tokens, config.seed + 7919 * attempt, config.stop
                 )
-            raw, latency = await self._call(messages, cfg, schema, tag)
+            raw, latency, hold, row = await self._call(messages, cfg, schema, tag)
+            limit = answer_limit(cfg.max_tokens)
+            if len(raw.text) > limit:  # an endpoint that ignored max_tokens
+                raw.text, raw.truncated = raw.text[:limit], True
+            if raw.truncated:
+                log.warning(
+                    "%s: an answer was cut at %d characters (or %ss); what is kept is its "
+                    "beginning",
+                    self.name,
+                    limit,
+                    self.options.max_seconds,
+                )
             out = ModelOutput(
                 text=raw.text,
                 usage=raw.usage,
                 finish_reason=raw.finish_reason,
                 latency=latency,
                 model=self.name,
+                truncated=raw.truncated,
             )
             error = None
             if schema is not None:
@@ -222,7 +253,7 @@ class Model:
             if raw.call_id is not None:  # paid for when its batch was imported
                 out.call_id = raw.call_id
             else:
-                out.call_id = self._record(key, raw, latency, error, tag)
+                out.call_id = self._record(key, raw, latency, error, tag, hold, row)
             if error is None:
                 if self.use_cache and self.store is not None:
                     self.store.cache_put(
@@ -235,6 +266,7 @@ class Model:
                                 "completion_tokens": raw.usage.completion_tokens,
                             },
                             "finish_reason": raw.finish_reason,
+                            **({"truncated": True} if raw.truncated else {}),
                         },
                     )
                 return out
@@ -252,22 +284,26 @@ class Model:
         config: GenerateConfig,
         schema: dict[str, Any] | None,
         tag: str | None = None,
-    ) -> tuple[RawResponse, float]:
+    ) -> tuple[RawResponse, float, tuple[int, float], int | None]:
         """One logical call: rate limit, concurrency slot, and retries on transient errors.
         A call that fails for good raises ProviderError (that job's failure), or EndpointDown
         when the endpoint itself is unusable. In batch mode, the answer a batch brought, or
         Deferred."""
         if self.batch is not None:
             key = cache_key(self.endpoint, messages, config, schema)
-            return self.batch.answer(self, key, messages, config, schema, tag), 0.0
+            answer = self.batch.answer(self, key, messages, config, schema, tag)
+            return answer, 0.0, (0, 0.0), None
         attempt = 0
         while True:
             if self.down is not None:
                 raise EndpointDown(self.down)
             # Held from here until the answer is paid for (in _record) or the call fails, so
-            # concurrent callers cannot all pass the budget check at once.
+            # concurrent callers cannot all pass the budget check at once; what it may cost
+            # at most is held, so the calls in flight cannot overshoot a cap either.
+            hold = (0, 0.0)
             if self.budget is not None:
-                self.budget.reserve()
+                hold = self.budget.reserve(*self._worst_case(messages, config))
+            row: int | None = None
             try:
                 await self.limiter.acquire(estimate_tokens(messages) + config.max_tokens)
                 limit = limit_for(self.api.server, self.concurrency, self.options.adaptive)
@@ -276,6 +312,7 @@ class Model:
                 start = time.perf_counter()
                 raw: RawResponse | None = None
                 err: ProviderError | None = None
+                row = self._begin(tag)
                 try:
                     call = (
                         self.remote.complete(self.api, self.concurrency, messages, config, schema)
@@ -305,61 +342,128 @@ class Model:
                     )
                 if raw is not None:
                     self._failed_in_a_row = 0
-                    return raw, time.perf_counter() - start
+                    self._last_ok = (messages, config, schema)
+                    return raw, time.perf_counter() - start, hold, row
             except BaseException:
                 if self.budget is not None:
-                    self.budget.release()
+                    self.budget.release(hold)
+                self._interrupted(row, messages)
                 raise
             assert err is not None
             latency = time.perf_counter() - start
             if isinstance(err, TransientError) and err.spent is not None:
                 # an abandoned call the server worked on: paid for, with estimated usage
                 spent = RawResponse("", Usage(*err.spent), "abandoned", estimated=True)
-                self._record(ABANDONED, spent, latency, f"abandoned: {err}", None)
+                self._record(ABANDONED, spent, latency, f"abandoned: {err}", None, hold, row)
             else:
                 if self.budget is not None:
-                    self.budget.release()
-                self._record("", RawResponse(""), latency, str(err), None)
+                    self.budget.release(hold)
+                self._record("", RawResponse(""), latency, str(err), None, row=row)
             if not isinstance(err, TransientError) or attempt >= self.retry.max_retries:
-                self._give_up(err, attempt + 1)
+                await self._give_up(err, attempt + 1)
             assert isinstance(err, TransientError)
             await asyncio.sleep(self.retry.delay(attempt, err, self._rng))
             attempt += 1
 
-    def _give_up(self, err: ProviderError, attempts: int) -> NoReturn:
+    async def _give_up(self, err: ProviderError, attempts: int) -> NoReturn:
         """Raise the failure of one call, after deciding whether it is the endpoint's."""
         why = None
-        if is_endpoint_fault(err.status):
+        if self.down is not None:
+            raise EndpointDown(self.down, status=err.status) from err
+        if is_endpoint_fault(err.status) or isinstance(err, EndpointDown):
             why = f"{self.name}: {err}"
         elif not err.per_request:
             self._failed_in_a_row += 1
-            if self._failed_in_a_row >= FAILURES_TO_STOP:
-                why = (
-                    f"{self.name}: {self._failed_in_a_row} calls in a row failed for good, "
-                    f"the last after {attempts} attempts: {err}"
-                )
+            # this call's place in the streak: the message counts the failures up to it, each
+            # recorded (a job's failure, this one included), not those failing meanwhile
+            streak = self._failed_in_a_row
+            if streak >= FAILURES_TO_STOP:
+                async with self._probe_lock:  # one probe for the calls failing at once
+                    if self.down is not None:
+                        raise EndpointDown(self.down, status=err.status) from err
+                    if self._failed_in_a_row >= FAILURES_TO_STOP and not await self._probe():
+                        why = (
+                            f"{self.name}: {streak} calls in a row failed for good, the last "
+                            f"after {attempts} attempts: {err}"
+                        )
+                        why += (
+                            "; a request it had answered before failed too"
+                            if self._last_ok is not None
+                            else '; a plain "Hello" failed too'
+                        )
         if why is not None:
             self.down = self.down or (
                 f"{why}; the work done so far is saved, re-run the same command once the "
                 "endpoint answers"
             )
-            raise EndpointDown(self.down, status=err.status) from err
-        if isinstance(err, ContentRejected):
+            down = EndpointDown(self.down, status=err.status)
+            down.own = True
+            raise down from err
+        if isinstance(err, (ContentRejected, TargetError)):
             raise err
         tries = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
         raise ProviderError(
             f"{err}{tries}", status=err.status, per_request=err.per_request
         ) from err
 
+    async def _probe(self) -> bool:
+        """Whether the endpoint still answers: the last request it answered, sent again
+        uncached (or, none answered in this process, a plain "Hello"), as one paid call."""
+        messages, config, schema = self._last_ok or (
+            [Message("user", "Hello")],
+            GenerateConfig(0.0, 8, 0),
+            None,
+        )
+        hold = (0, 0.0)
+        if self.budget is not None:
+            hold = self.budget.reserve(*self._worst_case(messages, config))
+        start = time.perf_counter()
+        row = self._begin("probe")
+        try:
+            call = (
+                self.remote.complete(self.api, self.concurrency, messages, config, schema)
+                if self.remote is not None
+                else self.api.complete(messages, config, schema)
+            )
+            raw = await asyncio.wait_for(
+                call, None if self.api.manages_deadlines else self.options.timeout
+            )
+        except (ProviderError, TimeoutError) as e:
+            if self.budget is not None:
+                self.budget.release(hold)
+            self._record("", RawResponse(""), 0.0, f"probe: {e}", "probe", row=row)
+            return False
+        except BaseException:
+            if self.budget is not None:
+                self.budget.release(hold)
+            self._interrupted(row, messages)
+            raise
+        self._record("probe", raw, time.perf_counter() - start, None, "probe", hold, row)
+        self._failed_in_a_row = 0  # it is up: the failures were those prompts'
+        return True
+
+    def _worst_case(self, messages: list[Message], config: GenerateConfig) -> tuple[int, float]:
+        """The most a call may spend: its prompt (chars/4 runs up to a third low on some
+        tokenizers, hence the margin) and every token of max_tokens."""
+        prompt = estimate_tokens(messages) * 3 // 2
+        return prompt + config.max_tokens, self.price.cost(Usage(prompt, config.max_tokens))
+
     def _record(
-        self, key: str, raw: RawResponse, latency: float, error: str | None, tag: str | None
+        self,
+        key: str,
+        raw: RawResponse,
+        latency: float,
+        error: str | None,
+        tag: str | None,
+        hold: tuple[int, float] = (0, 0.0),
+        row: int | None = None,
     ) -> int | None:
         cost = self.price.cost(raw.usage)
         if key:  # a transport failure spent nothing we can count
             self.calls += 1
             self.usage.add(raw.usage)
             if self.budget is not None:
-                self.budget.spend(raw.usage, cost)
+                self.budget.spend(raw.usage, cost, hold)
         if self.store is None:
             return None
         return self.store.record_call(
@@ -374,8 +478,26 @@ class Model:
                 error=error,
                 raw_text=raw.text if error else None,
                 tag=tag,
-            )
+            ),
+            row,
         )
+
+    def _begin(self, tag: str | None) -> int | None:
+        """Record the call as in flight before it is sent (see RunDB.begin_call)."""
+        begin = getattr(self.store, "begin_call", None)
+        return begin(self.name, tag) if begin is not None else None
+
+    def _interrupted(self, row: int | None, messages: list[Message]) -> None:
+        """A call in flight when the run stopped (Ctrl-C, another job's stop): the server
+        may have run it, so it stays counted, abandoned with its prompt's estimate."""
+        if row is None or self.store is None:
+            return
+        spent = RawResponse("", Usage(estimate_tokens(messages), 0), "abandoned")
+        self.store.record_call(
+            CallRecord(self.name, ABANDONED, spent.usage.prompt_tokens, 0, 0.0, "abandoned",
+                       self.price.cost(spent.usage), "interrupted in flight (the run stopped)"),
+            row,
+        )  # fmt: skip
 
     @property
     def cost(self) -> float:

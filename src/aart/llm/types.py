@@ -54,6 +54,8 @@ class RawResponse:
     estimated: bool = False
     #: the call was recorded (paid) already: a batch's answer, recorded when imported
     call_id: int | None = None
+    #: the answer was cut at :func:`answer_limit` characters (or the call's time bound)
+    truncated: bool = False
 
 
 @dataclass
@@ -68,6 +70,15 @@ class ModelOutput:
     cached: bool = False
     call_id: int | None = None
     model: str = ""
+    #: the answer was cut (see RawResponse.truncated): what is kept is its beginning
+    truncated: bool = False
+
+
+def answer_limit(max_tokens: int) -> int:
+    """The most characters of an answer aart keeps (stores, judges, shows): far beyond what
+    ``max_tokens`` tokens can spell, so only an endpoint that ignores it is cut (a 50 MB
+    reply is neither stored twice in run.db nor rendered into the reports)."""
+    return max(20_000, 16 * max_tokens)
 
 
 def estimate_tokens(messages: list[Message]) -> int:

@@ -11,13 +11,21 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, EndpointDown, ProviderError, UsageError
+from ..errors import (
+    AartError,
+    ConfigError,
+    EndpointDown,
+    ProviderError,
+    TargetError,
+    UsageError,
+)
 from ..evaluate.data import load_dataset, read_rows
 from ..llm import Budget, ModelOptions, Price
-from ..llm.batch import BatchSettings
+from ..llm.batch import BatchSettings, Deferred
 from ..llm.factory import ModelFactory
 from ..llm.http_status import is_retryable
 from ..llm.ray_executor import RaySettings
+from ..llm.types import answer_limit
 from ..runner import run_jobs
 from ..store.db import RunDB
 from ..store.export import write_jsonl
@@ -74,6 +82,8 @@ class AttackConfig:
     batch: BatchSettings | None = None
     #: make the target's and judges' calls on a Ray cluster's workers (--executor ray)
     ray: RaySettings | None = None
+    #: how the user set each cap, for the message that it is spent (max_cost: "--max-cost")
+    budget_names: dict[str, str] = field(default_factory=dict)
 
     def settings(self) -> dict[str, Any]:
         """What the verdicts of an attack directory depend on, besides the prompts: a re-run
@@ -167,6 +177,16 @@ class Attack:
         self.records = attack_records(self.dataset, config)
         if not self.records:
             raise UsageError(f"{dataset} holds no prompts")
+        if config.batch is not None and config.ray is not None:
+            raise UsageError("--batch and --executor ray do not go together: choose one")
+        # Everything the attack needs is checked before the directory exists (target,
+        # judges, attacker, prices): a usage error leaves nothing behind, so the corrected
+        # command starts afresh instead of meeting "other settings".
+        budget = Budget(
+            max_calls=config.max_calls, max_tokens=config.max_tokens_total,
+            max_cost=config.max_cost, names=config.budget_names,
+        )  # fmt: skip
+        self._build(None, budget)
         self.out.mkdir(parents=True, exist_ok=True)
         self.db = RunDB(self.out / "run.db", lock="shared")  # other attack workers may join
         try:
@@ -186,33 +206,8 @@ class Attack:
                 max_tokens=config.max_tokens_total,
                 max_cost=config.max_cost,
             )
-            # target, judges and classifier: one factory, so one budget, one cache, one set of
-            # prices
-            self.models = ModelFactory(
-                options=config.options,
-                store=self.db,
-                use_cache=config.use_cache,
-                prices=config.prices,
-                budget=self.budget,
-                source="the recipe or --price",
-            )
-            if config.batch is not None and config.ray is not None:
-                raise UsageError("--batch and --executor ray do not go together: choose one")
-            if config.batch is not None:
-                self.models.batch = config.batch.queue(self.db, self.budget)
-            if config.ray is not None:
-                self.models.remote = config.ray.start()
-            if config.replay:
-                replay = ReplayAPI(
-                    config.target, saved_responses(Path(config.replay)), config.options
-                )
-                self.target = self.models.wrap(config.target, replay, paid=False)
-                earlier = attack_dataset(Path(config.replay))
-                self.target_name = earlier.get("target_name") or config.target
-            else:
-                name, api = create_target(config.target, replace(config.options))
-                self.target_name = name
-                self.target = self.models.wrap(name, api)
+            self.budget.names = config.budget_names
+            self._build(self.db, self.budget)
             # what `aart rejudge` needs to read the same prompts again
             self.db.set_meta(
                 "attack_dataset",
@@ -231,35 +226,6 @@ class Attack:
                     }
                 ),
             )
-            self.judges: list[Any] = [RefusalJudge()]
-            self.primary = "refusal"
-            judge_options = ModelOptions(base_url=config.options.base_url)
-            if config.judge != "refusal":
-                judge = self._judge_of(config.judge, judge_options)
-                self.judges.append(judge)
-                self.primary = judge.name
-            if config.classifier:
-                self.judges.append(GuardJudge(self.models.model(config.classifier, judge_options)))
-            used = {parse_strategy(r["strategy"]) for r in self.records}
-            attacker = None
-            if needs_attacker(list(used)) and not config.replay:
-                if not config.attacker:
-                    names = ", ".join(sorted(s.label for s in used if s.kind != "convert"))
-                    raise ConfigError(
-                        f"the strategies {names} need an attacker model: --attacker "
-                        "PROVIDER/MODEL (or attack.attacker in the recipe)"
-                    )
-                attacker = self.models.model(config.attacker, judge_options)
-            self.executor = Executor(
-                self.target,
-                self.judges,
-                self.primary,
-                attacker,
-                config.system_prompt,
-                config.max_tokens,
-                config.max_rounds,
-                config.max_turns,
-            )
         except BaseException:
             self.db.close()  # and its lock, so the directory is free again
             raise
@@ -277,6 +243,63 @@ class Attack:
             )
         assert judge.name == judge_name(spec)  # what baselines and rejudges compare against
         return judge
+
+    def _build(self, db: RunDB | None, budget: Budget) -> None:
+        """The target, judges, attacker and executor; without ``db``, only to check that
+        they can be built (no batch queue, no Ray cluster, nothing stored)."""
+        config = self.config
+        # target, judges and classifier: one factory, so one budget, one cache, one set of
+        # prices
+        self.models = ModelFactory(
+            options=config.options,
+            store=db,
+            use_cache=config.use_cache,
+            prices=config.prices,
+            budget=budget,
+            source="the recipe or --price",
+        )
+        if db is not None and config.batch is not None:
+            self.models.batch = config.batch.queue(db, budget)
+        if db is not None and config.ray is not None:
+            self.models.remote = config.ray.start()
+        if config.replay:
+            replay = ReplayAPI(config.target, saved_responses(Path(config.replay)), config.options)
+            self.target = self.models.wrap(config.target, replay, paid=False)
+            earlier = attack_dataset(Path(config.replay))
+            self.target_name = earlier.get("target_name") or config.target
+        else:
+            name, api = create_target(config.target, replace(config.options))
+            self.target_name = name
+            self.target = self.models.wrap(name, api)
+        self.judges: list[Any] = [RefusalJudge()]
+        self.primary = "refusal"
+        judge_options = ModelOptions(base_url=config.options.base_url)
+        if config.judge != "refusal":
+            judge = self._judge_of(config.judge, judge_options)
+            self.judges.append(judge)
+            self.primary = judge.name
+        if config.classifier:
+            self.judges.append(GuardJudge(self.models.model(config.classifier, judge_options)))
+        used = {parse_strategy(r["strategy"]) for r in self.records}
+        attacker = None
+        if needs_attacker(list(used)) and not config.replay:
+            if not config.attacker:
+                names = ", ".join(sorted(s.label for s in used if s.kind != "convert"))
+                raise ConfigError(
+                    f"the strategies {names} need an attacker model: --attacker "
+                    "PROVIDER/MODEL (or attack.attacker in the recipe)"
+                )
+            attacker = self.models.model(config.attacker, judge_options)
+        self.executor = Executor(
+            self.target,
+            self.judges,
+            self.primary,
+            attacker,
+            config.system_prompt,
+            config.max_tokens,
+            config.max_rounds,
+            config.max_turns,
+        )
 
     def _check_settings(self) -> None:
         settings = self.config.settings()
@@ -367,12 +390,21 @@ class Attack:
         try:
             result.update(await self.executor.run(jid, rec, parse_strategy(rec["strategy"])))
         except ProviderError as e:
-            if isinstance(e, EndpointDown) or is_retryable(e.status) or e.status is None:
+            if not isinstance(e, TargetError) and (
+                isinstance(e, EndpointDown) or is_retryable(e.status) or e.status is None
+            ):
                 raise  # the job fails (and is retried on re-run), or the endpoint is down
-            # a 4xx other than the endpoint's faults (e.g. a content filter): this prompt's
+            # the application's unusable answer to this prompt (a reply of another shape, a
+            # 4xx other than the endpoint's faults such as a content filter): this prompt's
             # outcome, kept as a target error
             result["response"] = None
             result["target_error"] = str(e)[:300]
+        except (AartError, Deferred):
+            raise  # a spent budget, a usage error, a call waiting for its batch
+        except Exception as e:
+            # whatever this prompt's answer broke (a bug in aart included) fails this job
+            # with the reason, never the attack
+            raise ProviderError(f"unexpected {type(e).__name__}: {str(e)[:200]}") from e
         self.db.complete_job(jid, [(jid, STAGE, result)])
         if self.progress:
             self.progress()
@@ -437,6 +469,7 @@ class Attack:
         for cells in by_pair.values():
             stats.correct_cells(cells, lambda v: accuracy)
         warnings = judge_warnings(self.primary, failures, agreement, unjudged_by, answered)
+        warnings += truncation_warnings(results, answer_limit(self.config.max_tokens))
         warnings[:0] = state_warnings(
             self.primary, states, len(answered), unjudged_complied, self.config.max_tokens
         )
@@ -632,6 +665,19 @@ def judge_warnings(
         if judge != primary and n:
             out.append(f"{judge} gave no usable verdict on {n} of {len(answered)} answers")
     return out
+
+
+def truncation_warnings(results: list[dict[str, Any]], limit: int) -> list[str]:
+    """Answers cut at aart's bound (an endpoint that ignored max_tokens, or a stream that did
+    not end): judged, stored and shown by their beginning only."""
+    cut = [r for r in results if r.get("truncated")]
+    if not cut:
+        return []
+    return [
+        f"{len(cut)} of {len(results)} responses were cut (longer than {limit:,} characters, "
+        f"or still streaming at the call's time bound; e.g. {cut[0]['id']}): judged, stored "
+        "and shown by their beginning, marked truncated in run.db"
+    ]
 
 
 def outcome_key(r: dict[str, Any]) -> str:

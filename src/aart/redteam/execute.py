@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError, StructuredOutputError
@@ -50,8 +50,19 @@ class Executor:
     max_rounds: int = 3
     max_turns: int = 4
 
+    #: the jobs one of whose target answers was cut (see aart.llm.types.answer_limit)
+    truncated: set[str] = field(default_factory=set)
+
     async def run(self, job: str, rec: dict[str, Any], strategy: Strategy) -> dict[str, Any]:
-        """The result record's fields for ``rec`` under ``strategy``."""
+        """The result record's fields for ``rec`` under ``strategy``; ``truncated`` when an
+        answer of the target's was cut (too long, or too slow to end)."""
+        out = await self._run(job, rec, strategy)
+        if job in self.truncated:
+            self.truncated.discard(job)
+            out["truncated"] = True
+        return out
+
+    async def _run(self, job: str, rec: dict[str, Any], strategy: Strategy) -> dict[str, Any]:
         if isinstance(self.target.api, ReplayAPI):
             # re-judging: the earlier attack's response (or last round, or last turn), as
             # it was; only the verdicts are new
@@ -74,9 +85,12 @@ class Executor:
     # -- one message ---------------------------------------------------------------------------
     async def _call(self, job: str, conversation: list[Message]) -> ModelOutput:
         msgs = [Message("system", self.system_prompt)] if self.system_prompt else []
-        return await self.target.generate(
+        out = await self.target.generate(
             msgs + conversation, GenerateConfig(0.0, self.max_tokens, 0), tag=job
         )
+        if out.truncated:
+            self.truncated.add(job)
+        return out
 
     async def _send(self, job: str, conversation: list[Message]) -> str:
         return (await self._call(job, conversation)).text

@@ -16,6 +16,8 @@ import json
 import os
 import re
 import sys
+import threading
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,15 +27,18 @@ import aiohttp
 from jinja2 import StrictUndefined
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import ConfigError, ProviderError, RecipeError, TransientError
+from ..errors import ConfigError, ProviderError, RecipeError, TargetError, TransientError
 from ..llm import GenerateConfig, Message, ModelAPI, ModelOptions, RawResponse, create_api
 from ..llm.endpoints import allowed, refuse
-from ..llm.http_status import status_error
+from ..llm.http_status import MAX_REPLY_BYTES, decode_body, read_bounded, status_error
 from ..recipe.sandbox import BoundedSandbox
 from ..recipe.template import TemplateRefused, render
 from ..recipe.yamlsafe import load_bounded
 from ..textsim import text_hash
 
+#: redirect statuses, and how many hops a target may take
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 5
 _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: the body template is a shared document's too: bounded like a recipe's, with room for a
 #: multi-turn attack's history
@@ -152,6 +157,18 @@ def load_http_spec(path: Path) -> HTTPTargetSpec:
     return spec
 
 
+def origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of a URL, the port made explicit: what a redirect may not
+    leave while the request carries a secret."""
+    parts = urllib.parse.urlsplit(url)
+    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    try:
+        port = parts.port or default
+    except ValueError:
+        port = None
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port
+
+
 class HTTPTargetAPI(ModelAPI):
     def __init__(self, spec: HTTPTargetSpec, options: ModelOptions, source: str = "") -> None:
         super().__init__(spec.name, options)
@@ -175,6 +192,8 @@ class HTTPTargetAPI(ModelAPI):
             for var in _ENV_VAR.findall(text):
                 if not allowed(self.url, var, options.bound):
                     raise ConfigError(mask(str(refuse(where, self.url, var)), secrets))
+        #: the file sends a secret (a ${VAR} in its url or headers): no redirect off its origin
+        self.templated = any(_ENV_VAR.search(t) for t in [spec.url, *spec.headers.values()])
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -194,15 +213,12 @@ class HTTPTargetAPI(ModelAPI):
         loop = asyncio.get_running_loop()
         if self._session is None or self._loop is not loop:
             self._session = aiohttp.ClientSession(
+                # the whole exchange, body included: a reply that never ends is cut here
                 timeout=aiohttp.ClientTimeout(total=self.spec.timeout)
             )
             self._loop = loop
         try:
-            async with self._session.request(
-                self.spec.method, self.url, json=body, headers=self.headers
-            ) as resp:
-                status, text = resp.status, await resp.text()
-                retry_after = resp.headers.get("retry-after")
+            status, text, retry_after = await self._exchange(body)
         except TimeoutError as e:
             raise TransientError(f"timeout from {self.spec.url}") from e
         except aiohttp.ClientError as e:
@@ -216,11 +232,53 @@ class HTTPTargetAPI(ModelAPI):
                 auth_hint="check the headers of the target file",
                 not_found_hint="check the target file's url",
             )
+        # A reply of another shape than the file says concerns this prompt (the application
+        # may answer one category of prompts differently): a target error, never "down".
         try:
-            reply = json_path(json.loads(text), self.spec.reply)
+            data = json.loads(text)
         except ValueError as e:
-            raise TransientError(f"non-JSON response from {self.spec.url}") from e
+            raise TargetError(
+                f"{self.spec.url} answered something other than JSON ({text[:80]!r})"
+            ) from e
+        try:
+            reply = json_path(data, self.spec.reply)
+        except ProviderError as e:
+            raise TargetError(f"{e}; its reply began {text[:120]!r}") from e
         return RawResponse(text=reply if isinstance(reply, str) else json.dumps(reply))
+
+    async def _exchange(self, body: Any) -> tuple[int, str, str | None]:
+        """(status, text, Retry-After) of the request, following redirects by hand: within
+        the target's origin always; to another origin only when the file sends no ${VAR}
+        (aiohttp would carry every header but Authorization to any host the reply names)."""
+        assert self._session is not None
+        method, url, payload = self.spec.method, self.url, body
+        for _ in range(MAX_REDIRECTS + 1):
+            async with self._session.request(
+                method, url, json=payload, headers=self.headers, allow_redirects=False
+            ) as resp:
+                location = resp.headers.get("location")
+                if resp.status not in REDIRECTS or not location:
+                    data = await read_bounded(resp.content, MAX_REPLY_BYTES)
+                    if data is None:
+                        raise TargetError(
+                            f"{self.spec.url} answered more than {MAX_REPLY_BYTES >> 20} MB; "
+                            "not read"
+                        )
+                    text = decode_body(resp, data)
+                    return resp.status, text, resp.headers.get("retry-after")
+                status = resp.status
+            nxt = urllib.parse.urljoin(url, location)
+            if origin(nxt) != origin(url) and self.templated:
+                raise TargetError(
+                    f"{self.spec.url} redirected (HTTP {status}) to another origin, "
+                    f"{nxt.split('?')[0][:120]}: aart sends the target file's headers, which hold "
+                    "${VAR} secrets, to no other host, and scores no other host's reply; "
+                    "if that host is the application, give it as the url"
+                )
+            if status == 303 or (status in (301, 302) and method == "POST"):
+                method, payload = "GET", None  # as browsers (and aiohttp) do
+            url = nxt
+        raise TargetError(f"{self.spec.url} redirected more than {MAX_REDIRECTS} times")
 
     async def aclose(self) -> None:
         if self._session is not None and self._loop is asyncio.get_running_loop():
@@ -229,6 +287,8 @@ class HTTPTargetAPI(ModelAPI):
 
 
 class CallableTargetAPI(ModelAPI):
+    manages_deadlines = True  # its own timeout, not retried (see complete)
+
     def __init__(self, ref: str, fn: Callable[..., Any], options: ModelOptions) -> None:
         super().__init__(ref, options)
         self.fn = fn
@@ -249,11 +309,55 @@ class CallableTargetAPI(ModelAPI):
             args = (messages[-1].content, system)
         else:
             args = (messages[-1].content,)
-        if inspect.iscoroutinefunction(self.fn):
-            out = await self.fn(*args, **kwargs)
-        else:
-            out = await asyncio.to_thread(self.fn, *args, **kwargs)
-        return RawResponse(text=str(out))
+        try:
+            out = await asyncio.wait_for(self._invoke(args, kwargs), self.options.timeout)
+        except TimeoutError as e:
+            # not retried: a thread cannot be stopped, so each retry would leave one more
+            raise ProviderError(
+                f"python target {self.model} did not answer within {self.options.timeout}s"
+            ) from e
+        if not isinstance(out, str):
+            # a dict or None stringified would be judged as if the application had said it
+            raise TargetError(
+                f"python target {self.model} returned {type(out).__name__}, not str: return "
+                "the reply's text"
+            )
+        return RawResponse(text=out)
+
+    async def _invoke(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            if inspect.iscoroutinefunction(self.fn):
+                return await self.fn(*args, **kwargs)
+            return await _in_daemon_thread(self.fn, *args, **kwargs)
+        except Exception as e:  # the application's own failure on this prompt: its job's
+            raise ProviderError(
+                f"python target {self.model} raised {type(e).__name__}: {str(e)[:200]}"
+            ) from e
+
+
+def _in_daemon_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> asyncio.Future[Any]:
+    """``fn`` in a thread of its own that never holds the process up: a target that hangs
+    past its timeout would otherwise keep the attack from ending (asyncio.run, and the
+    interpreter's exit, wait for the threads of the default executor)."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[Any] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not fut.done():
+            fut.set_result(value) if ok else fut.set_exception(value)
+
+    def run() -> None:
+        try:
+            outcome = (True, fn(*args, **kwargs))
+        except Exception as e:
+            outcome = (False, e)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:
+            pass  # the loop is gone: nobody waits for this answer any more
+
+    threading.Thread(target=run, name="aart-python-target", daemon=True).start()
+    return fut
 
 
 class ReplayAPI(ModelAPI):

@@ -79,6 +79,12 @@ MIGRATIONS = [
 ]
 
 
+#: the cache key and error of a call sent whose answer was never recorded (in flight when
+#: its process was killed)
+IN_FLIGHT = "in-flight"
+IN_FLIGHT_ERROR = "in flight: sent, no answer recorded (its process was killed?)"
+
+
 class RunDB:
     """One connection, used from one thread (the event loop's). A writer (``lock=True``, the
     default) holds the directory's lock until :meth:`close`: a second writing process is
@@ -149,7 +155,30 @@ class RunDB:
             (key, model, json.dumps(value), time.time()),
         )
 
-    def record_call(self, r: CallRecord) -> int:
+    def begin_call(self, model: str, tag: str | None) -> int:
+        """A call about to be sent, recorded before it goes: a process killed while it is in
+        flight leaves this row (counted as a call, its tokens unknown), so a resume counts
+        the calls the server may have run. :meth:`record_call` with ``row`` completes it."""
+        cur = self.conn.execute(
+            "INSERT INTO calls (created_at, model, cache_key, tag, prompt_tokens,"
+            " completion_tokens, latency, finish_reason, cost, error)"
+            " VALUES (?,?,?,?,0,0,0,'in-flight',0,?)",
+            (time.time(), model, IN_FLIGHT, tag, IN_FLIGHT_ERROR),
+        )
+        return int(cur.lastrowid or 0)
+
+    def record_call(self, r: CallRecord, row: int | None = None) -> int:
+        if row is not None:
+            self.conn.execute(
+                "UPDATE calls SET model=?, cache_key=?, tag=?, prompt_tokens=?,"
+                " completion_tokens=?, latency=?, finish_reason=?, cost=?, error=?, raw_text=?"
+                " WHERE id=?",
+                (
+                    r.model, r.cache_key, r.tag, r.prompt_tokens, r.completion_tokens, r.latency,
+                    r.finish_reason, r.cost, r.error, r.raw_text, row,
+                ),
+            )  # fmt: skip
+            return row
         cur = self.conn.execute(
             "INSERT INTO calls (created_at, model, cache_key, tag, prompt_tokens,"
             " completion_tokens, latency, finish_reason, cost, error, raw_text)"
@@ -184,8 +213,9 @@ class RunDB:
         row = self.conn.execute(
             "SELECT COUNT(*), COALESCE(SUM(prompt_tokens),0), COALESCE(SUM(completion_tokens),0),"
             " COALESCE(SUM(cost),0), COALESCE(SUM(error IS NOT NULL),0),"
-            " COALESCE(SUM(model LIKE 'http/%' OR model LIKE 'python/%'),0) FROM calls"
-            " WHERE cache_key != ''"
+            " COALESCE(SUM(model LIKE 'http/%' OR model LIKE 'python/%'),0),"
+            " COALESCE(SUM(cache_key = ?),0) FROM calls WHERE cache_key != ''",
+            (IN_FLIGHT,),
         ).fetchone()
         unpriced = [
             m
@@ -203,6 +233,8 @@ class RunDB:
             "target_calls": row[5],
             "priced_cost": row[3],
             "unpriced": unpriced,
+            # sent by a process killed before their answers came (tokens and cost unknown)
+            "in_flight": row[6],
         }
 
     def failed_calls(self) -> list[dict[str, Any]]:

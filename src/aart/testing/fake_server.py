@@ -11,6 +11,12 @@ request at a time:
     {"content": "..."}                  answer with this text (truncated JSON, fences, <think>,
                                         refusals ...)
     {"stall": 3}                        (streaming) pause this long after the first chunk
+    {"status": 307, "location": URL}    a redirect (any status, with a Location header)
+    {"cut": true}                       (streaming) drop the connection after the first
+                                        chunk, mid-answer, as llama-cpp-python's server
+                                        does when another request interrupts it
+    {"events": ["[1, 2]", ...]}         (streaming) send these data lines first, verbatim
+    {"endless": true}                   (streaming) never finish the answer
 
 A request with ``"stream": true`` gets server-sent events: the headers at once, then the answer
 a few characters a chunk, and a usage chunk when ``stream_options.include_usage`` asks for one
@@ -19,6 +25,9 @@ completions computed at once: ``slots=1`` queues the others, as llama-cpp-python
 does, so latency grows with load; ``interrupt = True`` also cuts a stream short when another
 request waits, as that server does by default. ``ran`` counts the completions computed, including those
 whose client had gone.
+
+``tokenizer = True`` offers llama-cpp-python's ``POST /extras/tokenize/count`` (a token a
+``chars_per_token`` characters); ``tokenized`` keeps the texts it counted.
 
 ``on_text(text, action)`` answers every request that mentions ``text`` with ``action`` (a fault
 tied to one job's content, whatever the order of calls).
@@ -78,6 +87,10 @@ class FakeOpenAIServer:
         #: seconds between streamed chunks (generation time)
         self.token_delay = 0.0
         self._waiting = 0
+        #: llama-cpp-python's tokenizer endpoint, and the texts it counted
+        self.tokenizer = False
+        self.chars_per_token = 3
+        self.tokenized: list[str] = []
         self.reject_formats: set[str] = set()
         self.reject_status = 400
         #: the file and batch endpoints
@@ -134,6 +147,11 @@ class FakeOpenAIServer:
         if method == "GET" and path.endswith("/models"):
             self._send(writer, 200, {"data": [{"id": "fake", "object": "model"}]})
             return True
+        if method == "POST" and path == "/extras/tokenize/count" and self.tokenizer:
+            text = str(json.loads(body or b"{}").get("input", ""))
+            self.tokenized.append(text)
+            self._send(writer, 200, {"count": len(text) // self.chars_per_token + 1})
+            return True
         if "/files" in path or "/batches" in path:
             self._batch_api(method, path, headers, body, writer)
             return True
@@ -171,6 +189,8 @@ class FakeOpenAIServer:
             extra = {}
             if action.get("retry_after") is not None:
                 extra["Retry-After"] = str(action["retry_after"])
+            if action.get("location"):
+                extra["Location"] = str(action["location"])
             body_out = action.get("body") or {"error": {"message": "injected"}}
             self._send(writer, action["status"], body_out, extra)
             return True
@@ -365,8 +385,15 @@ class FakeOpenAIServer:
             writer.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
 
         pieces = [content[i : i + 8] for i in range(0, len(content), 8)] or [""]
+        if action.get("endless"):
+            pieces = _endless(pieces[0] or "x")  # type: ignore[assignment]
         try:
+            for raw_event in action.get("events") or []:
+                event(str(raw_event))
             for i, piece in enumerate(pieces):
+                if action.get("cut") and i == 1:
+                    writer.transport.abort()  # no end of the stream, no end of the chunks
+                    return False
                 delta = {"role": "assistant", "content": piece} if i == 0 else {"content": piece}
                 last = i == len(pieces) - 1
                 event(
@@ -385,7 +412,7 @@ class FakeOpenAIServer:
                     }
                 )
                 await writer.drain()
-                if self.token_delay:
+                if self.token_delay or action.get("endless"):
                     await asyncio.sleep(self.token_delay)
                 if i == 0 and action.get("stall"):
                     await asyncio.sleep(float(action["stall"]))
@@ -477,6 +504,18 @@ class FakeOpenAIServer:
 
     def __exit__(self, *_: object) -> None:
         self.stop()
+
+
+class _endless:  # noqa: N801 - a sequence that never ends, for {"endless": true}
+    def __init__(self, piece: str) -> None:
+        self.piece = piece
+
+    def __iter__(self) -> Any:
+        while True:
+            yield self.piece
+
+    def __len__(self) -> int:
+        return 1 << 62
 
 
 def _multipart(content_type: str, body: bytes) -> dict[str, bytes]:

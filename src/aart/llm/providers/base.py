@@ -21,6 +21,9 @@ class ModelOptions:
     #: included), after which ``idle_timeout`` bounds each pause between tokens
     timeout: float = 120.0
     idle_timeout: float = 60.0
+    #: seconds a call may take in all, however its answer keeps coming (a stream that never
+    #: ends is cut there and kept as truncated)
+    max_seconds: float = 900.0
     #: stream answers (OpenAI-compatible servers): tells a queued request from a stuck one
     stream: bool = True
     concurrency: int | None = None
