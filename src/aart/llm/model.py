@@ -314,14 +314,7 @@ class Model:
                 err: ProviderError | None = None
                 row = self._begin(tag)
                 try:
-                    call = (
-                        self.remote.complete(self.api, self.concurrency, messages, config, schema)
-                        if self.remote is not None
-                        else self.api.complete(messages, config, schema)
-                    )
-                    raw = await asyncio.wait_for(
-                        call, None if self.api.manages_deadlines else self.options.timeout
-                    )
+                    raw = await self._send(messages, config, schema)
                 except TimeoutError as e:
                     # The server may have run it: count the prompt it read, and read the
                     # silence as load.
@@ -420,14 +413,7 @@ class Model:
         start = time.perf_counter()
         row = self._begin("probe")
         try:
-            call = (
-                self.remote.complete(self.api, self.concurrency, messages, config, schema)
-                if self.remote is not None
-                else self.api.complete(messages, config, schema)
-            )
-            raw = await asyncio.wait_for(
-                call, None if self.api.manages_deadlines else self.options.timeout
-            )
+            raw = await self._send(messages, config, schema)
         except (ProviderError, TimeoutError) as e:
             if self.budget is not None:
                 self.budget.release(hold)
@@ -480,6 +466,20 @@ class Model:
                 tag=tag,
             ),
             row,
+        )
+
+    async def _send(
+        self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
+    ) -> RawResponse:
+        """One request, directly or on a Ray worker, under the call deadline (unless the
+        provider keeps its own, as streams do)."""
+        call = (
+            self.remote.complete(self.api, self.concurrency, messages, config, schema)
+            if self.remote is not None
+            else self.api.complete(messages, config, schema)
+        )
+        return await asyncio.wait_for(
+            call, None if self.api.manages_deadlines else self.options.timeout
         )
 
     def _begin(self, tag: str | None) -> int | None:
