@@ -1,5 +1,6 @@
 """The refusal judge (``aart.refusal.reply_status``) on public human-labelled replies, beside
-the judge it replaced (``git show 0cacdf1:src/aart/refusal.py``), from one run.
+the rules-only judge of the first rewrite (``e85ec57``) and the keyword judge before it
+(``0cacdf1``), both loaded from git, from one run.
 
 Prints, per source and per model: precision, recall and F1 of "refusal (incl. partial) vs
 complied", how partial refusals are scored, and the attack-success error on unsafe prompts
@@ -12,9 +13,11 @@ content). Fetch them once into a folder and pass it as ``--data`` (default
 
     git clone https://github.com/sherdencooper/GPTFuzz            # MIT
     git clone https://github.com/openai/safety-rbr-code-and-data  # MIT
-    mkdir -p /tmp/refusal-data/gptfuzz /tmp/refusal-data/rbr
+    git clone https://github.com/ThuCCSLab/JailbreakEval          # MIT (JAILJUDGE mini)
+    mkdir -p /tmp/refusal-data/gptfuzz /tmp/refusal-data/rbr /tmp/refusal-data/jailjudge
     cp GPTFuzz/datasets/responses_labeled/{train,evaluate}.csv /tmp/refusal-data/gptfuzz/
     cp safety-rbr-code-and-data/data/rbr_gold_data/{train,test}.jsonl /tmp/refusal-data/rbr/
+    cp JailbreakEval/data/JAILJUDGEmini.csv /tmp/refusal-data/jailjudge/
 
     python bench/bench_refusal.py --data /tmp/refusal-data
 
