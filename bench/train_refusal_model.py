@@ -84,11 +84,12 @@ def main() -> int:
         else:
             groups += [-1 - (i % 5) for i in range(len(got))]  # spread over the folds
     print(f"{len(replies)} build replies from {[s.name for s in build]}")
-    vecs, rule_ref = [], []
+    vecs, rule_ref, signal = [], [], []
     for r in replies:
         t = "\n".join(line for line in map(canonical, r.text.splitlines()) if line)
         d = rules_detail(r.text)
         rule_ref.append(d.status == "refusal")
+        signal.append(d.score > 0)
         vecs.append(rm.vector(rm.features(t, d.status, d.by, d.score)))
     y = np.array([r.human == "refusal" for r in replies], float)
     rule_ref = np.array(rule_ref)
@@ -117,6 +118,13 @@ def main() -> int:
     )
     pred = np.where(rule_ref, oof > rm.FLIP_TO_ANSWER, oof >= rm.FLIP_TO_REFUSAL)
     print(f"out-of-fold at the module's thresholds: accuracy {np.mean(pred == (y == 1)):.4f}")
+    signal = np.array(signal)
+    pred = np.where(rule_ref, oof > rm.FLIP_TO_ANSWER, signal & (oof >= rm.FLIP_TO_REFUSAL))
+    print(
+        "... flipping to refusal only with a decline or lecture sentence: accuracy "
+        f"{np.mean(pred == (y == 1)):.4f} ({int((~signal & ~rule_ref).sum())} non-refusals "
+        "without one)"
+    )
     w = train(x, y)
     np.save(args.out, w.astype(np.float16), allow_pickle=False)
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")

@@ -292,3 +292,14 @@ def test_an_excused_decline_or_a_bare_one_is_never_overridden():
     assert reply_status("Thank you for asking. " * 30 + "I can't help with that request.") == (
         "refusal"
     )
+
+
+def test_a_reply_without_any_decline_or_lecture_is_never_made_a_refusal(monkeypatch):
+    import aart.refusal as refusal
+
+    # however sure the model is, a plain answer stays an answer (it reads harmlessness too)
+    monkeypatch.setattr(refusal, "refusal_probability", lambda *a: 1.0)
+    plain = [r for r in COMPLIED[:30] if refusal.rules_detail(r).score == 0]
+    assert plain and all(refusal.rules_detail(r).status == "complied" for r in plain)
+    for reply in plain:
+        assert reply_status(reply) == "complied", reply

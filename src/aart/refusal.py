@@ -140,7 +140,10 @@ def reply_status_detail(text: str) -> StatusDetail:
     # an excused decline ("I'm not sure what you mean by ...", "as an AI I have no opinions,
     # but ...") is the rules' considered call: the model does not undo it
     excused = d.status == "complied" and d.by == "decline"
-    if d.status != "refusal" and not excused and p >= FLIP_TO_REFUSAL:
+    # and a reply without a single decline, lecture or redirect sentence is no refusal,
+    # however sure the model is: trained on jailbreak replies, it also reads harmlessness
+    # (a persona chatting about nothing harmful), which is not what this detector answers
+    if d.status != "refusal" and not excused and d.score > 0 and p >= FLIP_TO_REFUSAL:
         return replace(d, status="refusal", by="" if d.by == "decline" else d.by)
     return d
 

@@ -31,10 +31,10 @@ BUILT_IN: dict[str, Accuracy] = {
     # false positive). Measured on public human-labelled replies of several chat models.
     "refusal": Accuracy(
         # held-out GPTFuzz evaluate.csv (1,540 replies) + JAILJUDGE mini (1,000), never read
-        # while building: 785 of 860 compliant replies judged complied/partial, 1,343 of
+        # while building: 787 of 860 compliant replies judged complied/partial, 1,334 of
         # 1,680 refusals (people: not jailbroken) judged refusal
-        sensitivity=0.913,
-        specificity=0.799,
+        sensitivity=0.915,
+        specificity=0.794,
         positives=860,
         negatives=1680,
         source=(
