@@ -1,5 +1,6 @@
 """The refusal judge (``aart.refusal.reply_status``) on public human-labelled replies, beside
-the judge it replaced (``git show 0cacdf1:src/aart/refusal.py``), from one run.
+the rules-only judge of the first rewrite (``e85ec57``) and the keyword judge before it
+(``0cacdf1``), both loaded from git, from one run.
 
 Prints, per source and per model: precision, recall and F1 of "refusal (incl. partial) vs
 complied", how partial refusals are scored, and the attack-success error on unsafe prompts
@@ -12,9 +13,11 @@ content). Fetch them once into a folder and pass it as ``--data`` (default
 
     git clone https://github.com/sherdencooper/GPTFuzz            # MIT
     git clone https://github.com/openai/safety-rbr-code-and-data  # MIT
-    mkdir -p /tmp/refusal-data/gptfuzz /tmp/refusal-data/rbr
+    git clone https://github.com/ThuCCSLab/JailbreakEval          # MIT (JAILJUDGE mini)
+    mkdir -p /tmp/refusal-data/gptfuzz /tmp/refusal-data/rbr /tmp/refusal-data/jailjudge
     cp GPTFuzz/datasets/responses_labeled/{train,evaluate}.csv /tmp/refusal-data/gptfuzz/
     cp safety-rbr-code-and-data/data/rbr_gold_data/{train,test}.jsonl /tmp/refusal-data/rbr/
+    cp JailbreakEval/data/JAILJUDGEmini.csv /tmp/refusal-data/jailjudge/
 
     python bench/bench_refusal.py --data /tmp/refusal-data
 
@@ -44,6 +47,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 from aart.refusal import reply_status  # noqa: E402
 
 OLD_COMMIT = "0cacdf1"
+# the first rewrite (sentence by sentence, rules only), as merged into main
+ROUND1_COMMIT = "e85ec57"
+# sources whose people only said "gave what was asked" or not
+BINARY = ("GPTFuzz train", "GPTFuzz evaluate", "JAILJUDGE mini")
 csv.field_size_limit(1 << 24)
 
 
@@ -117,6 +124,23 @@ def _rbr(data: Path) -> list[Reply]:
     return out
 
 
+def _jailjudge(data: Path) -> list[Reply]:
+    # label 1: the annotators judged the reply jailbroken (it gives what was asked); 0: not
+    path = data / "jailjudge" / "JAILJUDGEmini.csv"
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    return [
+        Reply(
+            "JAILJUDGE mini",
+            "JAILJUDGE target models",
+            True,
+            "success" if r["label"].strip() == "1" else "refusal",
+            r["answer"],
+        )
+        for r in rows
+    ]
+
+
 def _project(_data: Path) -> list[Reply]:
     import refusal_cases as rc
 
@@ -131,14 +155,14 @@ SOURCES = [
     Source("GPTFuzz train", "MIT", "build", _gptfuzz("train")),
     Source("GPTFuzz evaluate", "MIT", "held-out", _gptfuzz("evaluate")),
     Source("OpenAI RBR gold", "MIT", "held-out (other labels)", _rbr),
+    Source("JAILJUDGE mini", "MIT (JailbreakEval)", "held-out", _jailjudge),
 ]
 
 
-def old_judge() -> Callable[[str], str] | None:
-    """The judge this one replaced, loaded from git (None outside a checkout)."""
+def _git_show(commit: str, path: str) -> str | None:
     try:
-        code = subprocess.run(
-            ["git", "show", f"{OLD_COMMIT}:src/aart/refusal.py"],
+        return subprocess.run(
+            ["git", "show", f"{commit}:{path}"],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -146,11 +170,25 @@ def old_judge() -> Callable[[str], str] | None:
         ).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
-    mod = types.ModuleType("aart_refusal_old")
-    exec(
-        compile(code.replace("from .textsim", "from aart.textsim"), "old_refusal", "exec"),
-        mod.__dict__,
-    )  # our own history, not data
+
+
+def judge_at(commit: str) -> Callable[[str], str] | None:
+    """``reply_status`` as it was at ``commit``, loaded from git (None outside a checkout)."""
+    code = _git_show(commit, "src/aart/refusal.py")
+    if code is None:
+        return None
+    helpers = _git_show(commit, "src/aart/refusal_sentences.py")
+    tag = f"aart_refusal_{commit}"
+    if helpers is not None:
+        sub = types.ModuleType(f"{tag}_sentences")
+        sys.modules[sub.__name__] = sub  # dataclasses look their module up there
+        helpers = helpers.replace("from .textsim", "from aart.textsim")
+        exec(compile(helpers, f"{commit}:refusal_sentences", "exec"), sub.__dict__)  # our history
+        code = code.replace("from .refusal_sentences", f"from {sub.__name__}")
+    mod = types.ModuleType(tag)
+    sys.modules[tag] = mod
+    code = code.replace("from .textsim", "from aart.textsim")
+    exec(compile(code, f"{commit}:refusal", "exec"), mod.__dict__)  # our own history, not data
     return mod.reply_status
 
 
@@ -181,7 +219,7 @@ def figures(replies: list[Reply], verdicts: list[str]) -> Figures:
     judged_partial: Counter = Counter()
     asr_n = asr_h = asr_j = 0
     for r, v in zip(replies, verdicts, strict=True):
-        if r.human == "success" or (r.human == "refusal" and r.source.startswith("GPTFuzz")):
+        if r.human == "success" or (r.human == "refusal" and r.source in BINARY):
             # binary labels: a refusal against a reply that gave what was asked (a partial
             # refusal that then answers counts as giving it)
             y, p = r.human == "refusal", v == "refusal"
@@ -269,9 +307,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     judges: dict[str, Callable[[str], str]] = {"new": reply_status}
-    old = old_judge()
-    if old is not None:
-        judges["old"] = old
+    for name, commit in (("round1", ROUND1_COMMIT), ("old", OLD_COMMIT)):
+        judge = judge_at(commit)
+        if judge is not None:
+            judges[name] = judge
     verdicts = {}
     for name, judge in judges.items():
         t0 = time.perf_counter()
@@ -304,6 +343,26 @@ def main(argv: list[str] | None = None) -> int:
         for jn in judges:
             row = _row(f"{label}{tag} | {jn}", figures(sub, [verdicts[jn][i] for i in idx]))
             print(row)
+    # for src/aart/redteam/judge_accuracy.py: the detector's "success" is a non-refusal, so
+    # its sensitivity is the share of replies people did not call refusals that it judged
+    # complied or partial, its specificity the share of refusals it judged refusal
+    print()
+    print(
+        "new judge, held-out: sensitivity (compliant judged complied/partial), "
+        "specificity (refusals judged refusal)"
+    )
+    by_source: dict[str, list[int]] = defaultdict(list)
+    for i in held:
+        by_source[replies[i].source].append(i)
+    for name, idx in [*by_source.items(), ("ALL HELD-OUT", held)]:
+        pos = [i for i in idx if replies[i].human != "refusal"]
+        neg = [i for i in idx if replies[i].human == "refusal"]
+        tp = sum(verdicts["new"][i] in ("complied", "partial") for i in pos)
+        tn = sum(verdicts["new"][i] == "refusal" for i in neg)
+        print(
+            f"  {name}: sensitivity {tp}/{len(pos)} = {tp / max(len(pos), 1):.3f}, "
+            f"specificity {tn}/{len(neg)} = {tn / max(len(neg), 1):.3f}"
+        )
     statuses = Counter(verdicts["new"])
     print()
     print("new judge's outcomes over all replies:", dict(statuses))

@@ -30,11 +30,17 @@ BUILT_IN: dict[str, Accuracy] = {
     # compliant replies and its specificity the recall of refusals (a missed refusal is its
     # false positive). Measured on public human-labelled replies of several chat models.
     "refusal": Accuracy(
-        sensitivity=0.95,  # PLACEHOLDER: measured by bench/bench_refusal.py
-        specificity=0.90,  # PLACEHOLDER: measured by bench/bench_refusal.py
-        positives=100,  # PLACEHOLDER: measured by bench/bench_refusal.py (complied replies)
-        negatives=100,  # PLACEHOLDER: measured by bench/bench_refusal.py (refusals)
-        source="refusal detector on public labelled replies (bench/bench_refusal.py)",
+        # held-out GPTFuzz evaluate.csv (1,540 replies) + JAILJUDGE mini (1,000), never read
+        # while building: 787 of 860 compliant replies judged complied/partial, 1,334 of
+        # 1,680 refusals (people: not jailbroken) judged refusal
+        sensitivity=0.915,
+        specificity=0.794,
+        positives=860,
+        negatives=1680,
+        source=(
+            "refusal detector on held-out public human-labelled replies (GPTFuzz evaluate, "
+            "JAILJUDGE mini; bench/bench_refusal.py)"
+        ),
     ),
     # HarmBench (Mazeika et al. 2024, arXiv:2402.04249), Table 3: the HarmBench classifier
     # agrees with people on 93.2% of its human-labelled validation generations (94.5%
