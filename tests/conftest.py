@@ -1,7 +1,11 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+import subprocess
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -77,6 +81,43 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # the user's endpoint bindings (aart endpoints allow ...) live in this test's directory
     monkeypatch.setenv("AART_CONFIG_DIR", str(tmp_path / "aart-config"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def wait_until(
+    condition: Callable[[], object],
+    what: str,
+    proc: subprocess.Popen | None = None,
+    timeout: float = 300,
+) -> None:
+    """Poll ``condition`` until it holds. Tests synchronise on state (a request the fake
+    server holds, a row in run.db, a line in a log), never on how fast a process gets there:
+    the deadline is only a generous bound (a loaded machine is slow, not wrong). Fails at once,
+    with its stderr, when ``proc`` exits first."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc is not None and proc.poll() is not None:
+            err = proc.stderr.read() if proc.stderr else ""
+            raise AssertionError(f"exited with {proc.returncode} before {what}: {err!r}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def db_value(db: Path, sql: str, default: object = 0) -> object:
+    """The first value ``sql`` reads from the SQLite file ``db`` while another process may be
+    writing it; ``default`` when there is no such file or table yet, or it is busy. Read-only:
+    never creates the file."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+    except sqlite3.OperationalError:
+        return default
+    try:
+        row = con.execute(sql).fetchone()
+        return default if row is None else row[0]
+    except sqlite3.OperationalError:
+        return default
+    finally:
+        con.close()
 
 
 def assert_accounted(out: Path, stats) -> None:
