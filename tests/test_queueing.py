@@ -178,7 +178,7 @@ def test_usage_is_counted_when_the_stream_reports_none(fake_server):
 
 def test_without_streaming_the_timeout_bounds_the_whole_answer(fake_server):
     fake_server.push({"delay": 600})  # outlasts the test: only a retry can answer
-    model, outs = run_calls(fake_server, 1, stream=False, timeout=1.0)
+    model, outs = run_calls(fake_server, 1, stream=False, timeout=2.0)
     assert not isinstance(outs[0], Exception)
     assert len(fake_server.requests) == 2
     assert "stream" not in fake_server.requests[0]
