@@ -173,7 +173,7 @@ class AppServer:
 
         self.thread = threading.Thread(target=main, daemon=True)
         self.thread.start()
-        ready.wait(10)
+        assert ready.wait(300), "the app server did not bind its port"  # never go on unbound
         return self
 
     def stop(self):

@@ -496,7 +496,8 @@ class FakeOpenAIServer:
 
         self._thread = threading.Thread(target=main, daemon=True)
         self._thread.start()
-        ready.wait(10)
+        if not ready.wait(300):  # a generous bound on a loaded machine: never go on unbound
+            raise RuntimeError("the fake server did not bind its port")
         return self
 
     async def _shutdown(self) -> None:
