@@ -9,8 +9,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from aart.testing import FakeOpenAIServer
+
+# Property tests check answers, never speed: no per-example deadline (Hypothesis' default of
+# 200 ms fails them on a loaded machine), for the tests that do not say so themselves.
+settings.register_profile("aart", deadline=None)
+settings.load_profile("aart")
 
 # Mild, abstract wording only: fixtures never carry operational harmful content.
 MINI_RECIPE = """\
