@@ -18,6 +18,18 @@ from aart.testing import FakeOpenAIServer
 settings.register_profile("aart", deadline=None)
 settings.load_profile("aart")
 
+#: pytest-timeout's 600 s (pyproject.toml) guards against a hang; the embedded model computes
+#: on the CPU, several times slower on a loaded machine (its tests ran past 600 s with the
+#: machine busy), so its tests get an hour: slow is not hung
+EMBEDDED_TIMEOUT = 3600
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("embedded") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(EMBEDDED_TIMEOUT))
+
+
 # Mild, abstract wording only: fixtures never carry operational harmful content.
 MINI_RECIPE = """\
 name: mini
