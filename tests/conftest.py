@@ -1,12 +1,34 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+import subprocess
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from aart.testing import FakeOpenAIServer
+
+# Property tests check answers, never speed: no per-example deadline (Hypothesis' default of
+# 200 ms fails them on a loaded machine), for the tests that do not say so themselves.
+settings.register_profile("aart", deadline=None)
+settings.load_profile("aart")
+
+#: pytest-timeout's 600 s (pyproject.toml) guards against a hang; the embedded model computes
+#: on the CPU, several times slower on a loaded machine (its tests ran past 600 s with the
+#: machine busy), so its tests get an hour: slow is not hung
+EMBEDDED_TIMEOUT = 3600
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("embedded") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(EMBEDDED_TIMEOUT))
+
 
 # Mild, abstract wording only: fixtures never carry operational harmful content.
 MINI_RECIPE = """\
@@ -77,6 +99,43 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # the user's endpoint bindings (aart endpoints allow ...) live in this test's directory
     monkeypatch.setenv("AART_CONFIG_DIR", str(tmp_path / "aart-config"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def wait_until(
+    condition: Callable[[], object],
+    what: str,
+    proc: subprocess.Popen | None = None,
+    timeout: float = 300,
+) -> None:
+    """Poll ``condition`` until it holds. Tests synchronise on state (a request the fake
+    server holds, a row in run.db, a line in a log), never on how fast a process gets there:
+    the deadline is only a generous bound (a loaded machine is slow, not wrong). Fails at once,
+    with its stderr, when ``proc`` exits first."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc is not None and proc.poll() is not None:
+            err = proc.stderr.read() if proc.stderr else ""
+            raise AssertionError(f"exited with {proc.returncode} before {what}: {err!r}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def db_value(db: Path, sql: str, default: object = 0) -> object:
+    """The first value ``sql`` reads from the SQLite file ``db`` while another process may be
+    writing it; ``default`` when there is no such file or table yet, or it is busy. Read-only:
+    never creates the file."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+    except sqlite3.OperationalError:
+        return default
+    try:
+        row = con.execute(sql).fetchone()
+        return default if row is None else row[0]
+    except sqlite3.OperationalError:
+        return default
+    finally:
+        con.close()
 
 
 def assert_accounted(out: Path, stats) -> None:

@@ -6,11 +6,11 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from aiohttp import web
+from conftest import wait_until
 
 import aart
 from aart.errors import ConfigError
@@ -173,7 +173,7 @@ class AppServer:
 
         self.thread = threading.Thread(target=main, daemon=True)
         self.thread.start()
-        ready.wait(10)
+        assert ready.wait(300), "the app server did not bind its port"  # never go on unbound
         return self
 
     def stop(self):
@@ -329,20 +329,22 @@ def test_attack_resumes_after_sigkill(dataset, tmp_path):
             "--out",
             str(out),
         ]
+        # past the 6th call the calls wait at the server's gate: the kill lands part-way
+        server.hold(after=6)
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.time() + 60
-        while len(server.requests) < 6 and time.time() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: server.held, "the attack's 7th call", proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        server.release()
         first = len(server.requests)
         assert first < 16
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr
         assert len(server.requests) - first <= 16 - (first - 2)  # at most the in-flight pair again
         summary = json.loads((out / "attack.json").read_text())
         assert summary["prompts"] == 16 and summary["judged"] == 16
     finally:
+        server.release()
         server.stop()
 
 

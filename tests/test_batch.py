@@ -9,11 +9,10 @@ import json
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import MINI_RECIPE, vllm_run_batch, write_recipe
+from conftest import MINI_RECIPE, db_value, vllm_run_batch, wait_until, write_recipe
 
 import aart
 from aart.llm.batch import BatchSettings
@@ -117,22 +116,22 @@ def test_error_answers_fail_their_job_and_expired_requests_go_in_the_next_batch(
 
 def test_a_killed_run_picks_up_its_batch_instead_of_submitting_it_again(tmp_path):
     with FakeOpenAIServer() as server:
-        server.batch_delay = 1.5  # the batch stays in progress while the process is killed
+        server.hold()  # the batch stays in progress (at the server's gate) until the kill
         recipe, out = batch_recipe(tmp_path, server), tmp_path / "run"
         cmd = [sys.executable, "-m", "aart", "run", str(recipe), "--out", str(out), "--batch"]
         first = subprocess.Popen(
             [*cmd, "--batch-poll", "0.05"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
-        deadline = time.time() + 60
-        while not server.batches and time.time() < deadline:
-            time.sleep(0.02)
-        time.sleep(0.3)  # past the batch's creation: its id is stored
+        # the batch's id is in run.db: the kill lands past its creation
+        sql = "SELECT COUNT(*) FROM batches WHERE id='batch_1'"
+        wait_until(lambda: db_value(out / "run.db", sql), "the batch's id in run.db", first)
         first.kill()
         first.wait()
         assert len(server.batches) == 1
         server.batch_delay = 0.01
+        server.release()
         again = subprocess.run(
-            [*cmd, "--batch-poll", "0.05"], capture_output=True, text=True, timeout=120
+            [*cmd, "--batch-poll", "0.05"], capture_output=True, text=True, timeout=300
         )
         assert again.returncode == 0, again.stderr
         assert "batch batch_1 on openai/fake" in again.stderr  # picked up, not submitted anew

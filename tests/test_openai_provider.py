@@ -60,8 +60,8 @@ def test_transient_errors_are_retried(fake_server, fault):
 
 
 def test_slow_response_times_out_then_succeeds(fake_server):
-    fake_server.push({"delay": 2})
-    out = gen(get_model("openai/fake", opts(fake_server, timeout=0.5)))
+    fake_server.push({"delay": 600})  # outlasts the test: only the retry can answer
+    out = gen(get_model("openai/fake", opts(fake_server, timeout=2)))
     assert out.parsed and len(fake_server.requests) == 2
 
 

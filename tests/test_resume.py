@@ -6,9 +6,8 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 
-from conftest import MINI_RECIPE, write_recipe
+from conftest import MINI_RECIPE, wait_until, write_recipe
 
 from aart.testing import FakeOpenAIServer
 
@@ -29,12 +28,14 @@ def test_sigkill_then_resume(tmp_path):
         out = tmp_path / "run"
         cmd = [sys.executable, "-m", "aart.cli.main", "run", str(recipe), "--out", str(out)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        # past the 7th call the calls wait at the server's gate: the kill lands part-way
+        # however fast or slow the run goes
+        server.hold(after=7)
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.time() + 60
-        while len(server.requests) < 7 and time.time() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: server.held, "the run's 8th call", proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        server.release()
         first = len(server.requests)
         assert 7 <= first < 18, "the kill must land part-way through the 18 attempts"
 
@@ -46,7 +47,7 @@ def test_sigkill_then_resume(tmp_path):
         assert records == 3 * done  # a job's records land with its status, or not at all
         assert 0 < done < 18
 
-        finished = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        finished = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
         assert finished.returncode == 0, finished.stderr
         second = len(server.requests) - first
         assert second <= 18 - done  # finished (and cached) jobs are never paid for again
@@ -56,6 +57,7 @@ def test_sigkill_then_resume(tmp_path):
         assert len(ids) == len(set(ids)) == 54
         assert {r["provenance"]["job_id"] for r in rows} >= done_ids
     finally:
+        server.release()
         server.stop()
 
 
@@ -69,19 +71,20 @@ def test_ctrl_c_says_how_to_resume_and_loses_nothing(tmp_path):
         recipe = write_recipe(tmp_path, text)
         out = tmp_path / "run"
         cmd = [sys.executable, "-m", "aart.cli.main", "run", str(recipe), "--out", str(out)]
+        server.hold(after=6)  # Ctrl-C lands in Step 3, whatever the machine's speed
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 60
-        while len(server.requests) < 6 and time.time() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: server.held, "the run's 7th call", proc)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=300)
+        server.release()
         assert proc.returncode == 130 and "re-run the same command to resume" in err
         assert "Traceback" not in err
         first = len(server.requests)
-        finished = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        finished = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         assert finished.returncode == 0
         assert len(server.requests) - first <= 18 - (first - 4)
         rows = (out / "dataset.jsonl").read_text().splitlines()
         assert len(rows) == 54
     finally:
+        server.release()
         server.stop()

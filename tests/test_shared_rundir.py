@@ -10,10 +10,9 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 
 import pytest
-from conftest import MINI_RECIPE, write_recipe
+from conftest import MINI_RECIPE, db_value, wait_until, write_recipe
 
 import aart
 from aart.errors import UsageError
@@ -39,8 +38,14 @@ def paid_calls(out):
     return n
 
 
+def leasing(out):
+    """How many workers hold jobs of the run in ``out`` now."""
+    sql = "SELECT COUNT(DISTINCT lease_owner) FROM jobs WHERE status='leased'"
+    return db_value(out / "run.db", sql)
+
+
 def test_a_second_run_waits_and_joins_a_generate_joins_and_nothing_is_paid_twice(tmp_path):
-    server = FakeOpenAIServer(latency=1.0).start()
+    server = FakeOpenAIServer(latency=0.2).start()
     try:
         text = MINI_RECIPE.replace(
             "default: fake/test",
@@ -49,34 +54,40 @@ def test_a_second_run_waits_and_joins_a_generate_joins_and_nothing_is_paid_twice
         recipe, out = write_recipe(tmp_path, text), tmp_path / "run"
         cmd = [sys.executable, "-m", "aart", "run", str(recipe), "--out", str(out)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        # the first run's Step 1 call (enumerating regions) waits at the server's gate, so the
+        # first is in Step 1 however slowly the second process starts
+        server.hold()
         first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.time() + 60
-        while not server.requests and time.time() < deadline:
-            time.sleep(0.02)
-        # the first is in Step 1 (enumerating regions): a second `aart run` waits for it to
-        # finish Steps 1 and 2, then takes Step 3's jobs beside it
-        second = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        wait_until(lambda: server.held, "the first run's Step 1 call", first)
+        # a second `aart run` waits for it to finish Steps 1 and 2, then takes Step 3's jobs
+        # beside it; its log is a file the test reads while it runs
+        log = tmp_path / "second.log"
+        with log.open("wb") as sink:
+            second = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=sink)
+        wait_until(
+            lambda: "waiting to join its Step 3" in log.read_text(), "the second to wait", second
+        )
         # a writer that needs the directory alone is refused, naming the holder
         define = subprocess.run(
             [sys.executable, "-m", "aart", "define", str(recipe), "--out", str(out)],
-            env=env, capture_output=True, text=True, timeout=60,
+            env=env, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         assert define.returncode == 2, define.stderr
         assert "is in use by another aart process" in define.stderr
         assert f"pid {first.pid}: aart run" in define.stderr
         assert "Traceback" not in define.stderr
-        while len(server.requests) < 3 and time.time() < deadline:
-            time.sleep(0.02)
+        server.release()
+        # Step 3 has begun (its jobs are in run.db): the first shares the directory now
+        sql = "SELECT COUNT(*) FROM jobs WHERE stage='generate'"
+        wait_until(lambda: db_value(out / "run.db", sql), "Step 3's jobs", first)
         # an `aart generate` joins Step 3 as well
         joined = subprocess.run(
             [sys.executable, "-m", "aart", "generate", str(out)],
-            env=env, capture_output=True, text=True, timeout=120,
+            env=env, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         assert joined.returncode == 0, joined.stderr
-        assert first.wait(timeout=120) == 0
-        _, err = second.communicate(timeout=120)
-        assert second.returncode == 0, err.decode()
-        assert "waiting to join its Step 3" in err.decode()
+        assert first.wait(timeout=300) == 0, first.stderr.read()
+        assert second.wait(timeout=300) == 0, log.read_text()
         together = len(server.requests)
         assert paid_calls(out) == together
         # one process alone makes as many calls: none was made twice
@@ -84,18 +95,18 @@ def test_a_second_run_waits_and_joins_a_generate_joins_and_nothing_is_paid_twice
         assert len(server.requests) - together == together
         aart.run(recipe, out=out)  # the directory is free again once they have finished
     finally:
+        server.release()
         server.stop()
 
 
 def test_the_lock_dies_with_its_holder(tmp_path):
-    server = FakeOpenAIServer(latency=0.3).start()
+    server = FakeOpenAIServer().start()
     try:
         recipe, out = slow_recipe(tmp_path, server), tmp_path / "run"
         cmd = [sys.executable, "-m", "aart", "run", str(recipe), "--out", str(out)]
+        server.hold(after=2)  # the run stays part-way, holding its lock, until it is killed
         first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.time() + 60
-        while len(server.requests) < 2 and time.time() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: server.held, "the run's third call", first)
         with pytest.raises(RunInUse):
             aart.define(recipe, out)  # a writer that needs the directory alone
         # a reader (aart evaluate --run) takes no lock and may look beside the writer
@@ -105,9 +116,11 @@ def test_the_lock_dies_with_its_holder(tmp_path):
             assert r.recipe.name == "mini"
         first.send_signal(signal.SIGKILL)
         first.wait()
+        server.release()
         result = aart.run(recipe, out=out)  # no stale lock
         assert result.stats.prompts == 18
     finally:
+        server.release()
         server.stop()
 
 
@@ -165,10 +178,17 @@ def test_two_workers_split_a_run_and_pay_nothing_twice(tmp_path):
             aart.define(recipe, out)
             aart.scope(out)
             cmd = [sys.executable, "-m", "aart", "generate", str(out)]
+            if workers == 2:
+                # the calls wait at the server's gate until both workers hold jobs, so the one
+                # that starts first cannot finish them all before the other has started
+                server.hold()
             procs = [
                 subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                 for _ in range(workers)
             ]
+            if workers == 2:
+                wait_until(lambda o=out: leasing(o) == 2, "both workers to hold jobs")
+                server.release()
             for p in procs:
                 assert p.wait(timeout=300) == 0, p.stderr.read()
         con = sqlite3.connect(outs["two"] / "run.db")
@@ -184,6 +204,7 @@ def test_two_workers_split_a_run_and_pay_nothing_twice(tmp_path):
         assert [json.loads(x)["prompt"] for x in one] == [json.loads(x)["prompt"] for x in two]
         assert len(one) == 90
     finally:
+        server.release()
         server.stop()
 
 

@@ -263,7 +263,8 @@ def test_a_refinement_chain_killed_midway_resumes_without_paying_twice(tmp_path)
     import sqlite3
     import subprocess
     import sys
-    import time
+
+    from conftest import db_value, wait_until
 
     from aart.testing import FakeOpenAIServer
 
@@ -281,17 +282,21 @@ def test_a_refinement_chain_killed_midway_resumes_without_paying_twice(tmp_path)
         cmd = [sys.executable, "-m", "aart", "attack", str(data), "--target", "openai/app",
                "--judge", "openai/judge", "--attacker", "openai/att", "--strategy", "pair",
                "--base-url", server.base_url, "--out", str(out), "--min-judged", "0"]  # fmt: skip
+        # past the 10th call the calls wait at the server's gate: the kill lands part-way
+        # through the chains, once the answered calls are in run.db
+        server.hold(after=10)
         first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.time() + 60
-        while len(server.requests) < 10 and time.time() < deadline:
-            time.sleep(0.02)
+
+        def paid() -> int:
+            return db_value(out / "run.db", "SELECT COUNT(*) FROM calls WHERE cache_key != ''")
+
+        wait_until(lambda: server.held and paid(), "a paid call and the 11th held", first)
         first.send_signal(signal.SIGKILL)
         first.wait()
-        con = sqlite3.connect(out / "run.db")
-        before = con.execute("SELECT COUNT(*) FROM calls WHERE cache_key != ''").fetchone()[0]
-        con.close()
+        server.release()
+        before = paid()
         assert 0 < before < 30  # killed part-way through the chains
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=os.environ)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=os.environ)
         assert done.returncode == 0, done.stderr
         con = sqlite3.connect(out / "run.db")
         answered = "cache_key NOT IN ('', 'in-flight')"
@@ -313,6 +318,7 @@ def test_a_refinement_chain_killed_midway_resumes_without_paying_twice(tmp_path)
         summary = json.loads((out / "attack.json").read_text())
         assert summary["strategy_stats"]["pair"]["chains"] == 3
     finally:
+        server.release()
         server.stop()
 
 

@@ -43,6 +43,11 @@ rejected formats), after ``batch_delay`` seconds; ``batch_expire_after = k`` let
 batch answer only k requests and end "expired", the rest in its error file. ``batches`` keeps
 every batch created.
 
+A test gate, for tests that must catch a process part-way (a second process joining a run, a
+kill mid-run) without depending on timing: ``hold(after=n)`` lets n more chat requests through,
+then holds the others (and keeps every batch in progress) until ``release()``; ``held`` counts
+the chat requests waiting at the gate (they are in ``requests`` already).
+
 Run standalone (for benchmarks): ``python -m aart.testing.fake_server --port 8765 --latency 0.2``.
 """
 
@@ -161,6 +166,7 @@ class FakeOpenAIServer:
         req = json.loads(body or b"{}")
         self.requests.append(req)
         self.headers.append(headers)
+        await self._pass_gate()
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
@@ -282,6 +288,9 @@ class FakeOpenAIServer:
     async def _run_batch(self, batch: dict[str, Any], lines: list[bytes]) -> None:
         await asyncio.sleep(self.batch_delay)
         batch["status"] = "in_progress"
+        gate = self._gate
+        if gate is not None:
+            await gate.wait()  # the test gate keeps the batch in progress
         await asyncio.sleep(self.batch_delay)
         out: list[dict[str, Any]] = []
         errors: list[dict[str, Any]] = []
@@ -462,6 +471,41 @@ class FakeOpenAIServer:
         head += [f"{k}: {v}" for k, v in (extra or {}).items()]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
 
+    # -- test gate: hold requests until the test releases them -----------------------------
+    # Tests synchronise on this state (``held``), never on how fast a process gets somewhere.
+    # Class attributes, so that the fault modes above stay untouched: an open gate is None.
+    _gate: asyncio.Event | None = None
+    _gate_after = 0
+    #: chat requests waiting at the gate now
+    held = 0
+
+    def hold(self, after: int = 0) -> None:
+        """Let ``after`` more chat requests through, then hold every later one (each is in
+        ``requests`` at once, and counted in ``held`` while it waits), and keep batches in
+        progress, until :meth:`release`."""
+        self._gate_after = len(self.requests) + after
+        self._gate = asyncio.Event()
+
+    def release(self) -> None:
+        """Open the gate: the held requests go on, later ones pass."""
+        gate, self._gate = self._gate, None
+        if gate is None:
+            return
+        if self._loop is not None and self._loop.is_running():
+            self._loop.call_soon_threadsafe(gate.set)  # the event belongs to the server's loop
+        else:
+            gate.set()
+
+    async def _pass_gate(self) -> None:
+        gate = self._gate
+        if gate is None or len(self.requests) <= self._gate_after:
+            return
+        self.held += 1
+        try:
+            await gate.wait()
+        finally:
+            self.held -= 1
+
     # -- lifecycle ----------------------------------------------------------------------------
     async def serve(self) -> None:
         self._server = await asyncio.start_server(self._handle, self.host, self.port, backlog=1024)
@@ -479,7 +523,8 @@ class FakeOpenAIServer:
 
         self._thread = threading.Thread(target=main, daemon=True)
         self._thread.start()
-        ready.wait(10)
+        if not ready.wait(300):  # a generous bound on a loaded machine: never go on unbound
+            raise RuntimeError("the fake server did not bind its port")
         return self
 
     async def _shutdown(self) -> None:

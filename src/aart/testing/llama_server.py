@@ -19,7 +19,9 @@ MODEL_ALIAS = "qwen"
 
 
 class LlamaServer:
-    def __init__(self, startup_timeout: float = 120.0, n_ctx: int = 4096) -> None:
+    def __init__(self, startup_timeout: float = 600.0, n_ctx: int = 4096) -> None:
+        # generous: loading the model on a loaded machine is slow, not wrong; a server that
+        # exits fails at once
         self.startup_timeout = startup_timeout
         self.n_ctx = n_ctx
         self.proc: subprocess.Popen[bytes] | None = None
