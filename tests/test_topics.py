@@ -159,3 +159,53 @@ def test_cli_no_topics(tmp_path):
     off = CliRunner().invoke(cli, ["evaluate", str(path), "--no-embeddings", "--no-topics"])
     assert on.exit_code == 0 and off.exit_code == 0, on.output + off.output
     assert "## Topics" in on.output and "## Topics" not in off.output
+
+
+class FakeEmbedder:
+    """Deterministic bag-of-words vectors: enough to check the labelling plumbing."""
+
+    dim = 64
+
+    def __init__(self):
+        self.calls = 0
+
+    def encode(self, texts):
+        import numpy as np
+
+        from aart.evaluate.diversity import tokens
+
+        self.calls += len(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in tokens(t):
+                out[i, sum(map(ord, w[:4])) % self.dim] += 1
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms == 0, 1, norms)
+
+    def gram(self, texts, chunk=2048):
+        from aart.evaluate.diversity import GramStats
+
+        stats = GramStats(self.dim)
+        stats.add(self.encode(texts))
+        return stats
+
+
+def test_topics_reuse_the_sample_embeddings(tmp_path, monkeypatch):
+    """With an embedder, the labels come from the pass the diversity measures make over the
+    sample (no second encoding), and equal a fresh labelling of the same texts."""
+    from aart.evaluate import evaluation
+
+    fake = FakeEmbedder()
+    monkeypatch.setattr(evaluation, "load_embedder", lambda name: fake)
+    path = tmp_path / "a.jsonl"
+    texts = [t for t, _ in CLEAR]
+    path.write_text("\n".join(json.dumps({"prompt": t}) for t in texts))
+    ev = evaluate(path)
+    t = ev["datasets"][0]["topics"]
+    assert t["method"] == "embedding"
+    assert fake.calls == len(texts) + len(DEFAULT_TOPICS)  # the prompts once, the topics once
+    fresh = TopicLabeller(DEFAULT_TOPICS, FakeEmbedder()).label(texts)
+    assert t["counts"] == dict(
+        topic_distribution(fresh, DEFAULT_TOPICS, method="x", source="x", population=7)["counts"]
+    )
+    assert ev["datasets"][0]["diversity"]["embedding_diversity"] is not None

@@ -18,7 +18,14 @@ from .diversity import DiversityMeasures
 from .embeddings import ENABLE_HINT, Embedder, Int8Embedder, available, load_embedder
 from .keywords import KeywordMatcher, as_column
 from .stats import describe_counts, histogram_counts
-from .topics import EMBED_DEFAULT_LIMIT, Topic, choose_topics, label_topics, topics_note
+from .topics import (
+    EMBED_DEFAULT_LIMIT,
+    LabellingEmbedder,
+    TopicLabeller,
+    choose_topics,
+    label_topics,
+    topics_note,
+)
 
 
 def values_from_dimensions_dir(path: Path) -> dict[str, list[Value]]:
@@ -274,9 +281,10 @@ def _measure(
             measures = DatasetMeasures(chunk.name, values, seed=seed)
         measures.add(chunk)
     assert measures is not None  # iter_dataset refuses an empty file
-    result = measures.result(embedder)
+    tagger = topic_embedder(topics, embedder)
+    result = measures.result(tagger or embedder)
     if topics is not None:
-        add_topics(result, measures, topics)
+        add_topics(result, measures, topics, tagger)
     return result
 
 
@@ -286,9 +294,9 @@ def _measure(
 class TopicSpec(NamedTuple):
     """How `evaluate` labels topics (the same for every compared dataset)."""
 
-    topics: list[Topic]
+    embedding: TopicLabeller | None  # by the embedder (None: not asked for, or none loaded)
+    lexical: TopicLabeller  # by keywords
     source: str
-    embedder: Any  # None: keywords
     method: str
 
 
@@ -310,17 +318,39 @@ def topic_spec(
     if method == "off":
         return None
     chosen, where = choose_topics(values, source)
-    return TopicSpec(chosen, where, embedder if method in ("auto", "embedding") else None, method)
+    by_embedding = (
+        TopicLabeller(chosen, embedder)
+        if embedder is not None and method in ("auto", "embedding")
+        else None
+    )
+    return TopicSpec(by_embedding, TopicLabeller(chosen), where, method)
 
 
-def add_topics(result: dict[str, Any], measures: DatasetMeasures, spec: TopicSpec) -> None:
+def topic_embedder(
+    spec: TopicSpec | None, embedder: Embedder | Int8Embedder | None
+) -> LabellingEmbedder | None:
+    """The embedder that also labels topics while the diversity measures embed the sample."""
+    if spec is None or spec.embedding is None or embedder is None:
+        return None
+    return LabellingEmbedder(embedder, spec.embedding)
+
+
+def add_topics(
+    result: dict[str, Any],
+    measures: DatasetMeasures,
+    spec: TopicSpec,
+    tagger: LabellingEmbedder | None = None,
+) -> None:
     """Label the dataset's sample (the one the embedding metrics use) and add its topic
     figures and a note to ``result``."""
-    chosen, where, embedder, method = spec
     sample = measures.diversity.sample.items
-    if method == "auto" and len(sample) > EMBED_DEFAULT_LIMIT:
-        embedder = None  # the embedder would encode the whole sample a second time
-    result["topics"] = label_topics(sample, chosen, where, embedder=embedder, population=measures.n)
+    labels = tagger.labels_of(sample) if tagger is not None else None
+    labeller = spec.embedding or spec.lexical
+    if labels is None and spec.method == "auto" and len(sample) > EMBED_DEFAULT_LIMIT:
+        labeller = spec.lexical  # the embedder would encode the whole sample a second time
+    result["topics"] = label_topics(
+        sample, labeller, spec.source, labels=labels, population=measures.n
+    )
     result["notes"].append(topics_note(result["topics"]))
 
 

@@ -21,15 +21,18 @@ from typing import Any
 import numpy as np
 
 from ..recipe import Value
+from .diversity import GramStats
 
 OTHER = "other"
 
-#: cosine similarity (all-MiniLM-L6-v2) under which a prompt is ``other``: prompts about a
-#: topic score about 0.3-0.6 against its description, unrelated ones about 0.0-0.15
+#: cosine similarity (all-MiniLM-L6-v2) under which a prompt is ``other``: on the released
+#: AART data, prompts score about 0.2-0.5 against their topic's description; everyday ones
+#: ("a recipe for lemon cake", "a poem about autumn leaves") 0.05-0.13
 EMBEDDING_THRESHOLD = 0.2
 
-#: beyond this many sampled prompts the default labeller is the keyword one (the embedding
-#: one would encode the sample a second time); ``method="embedding"`` forces it
+#: beyond this many sampled prompts, when the sample's embeddings cannot be reused (see
+#: :class:`LabellingEmbedder`), the default labeller is the keyword one rather than encode the
+#: sample a second time; ``method="embedding"`` forces it
 EMBED_DEFAULT_LIMIT = 20_000
 
 
@@ -218,18 +221,52 @@ class TopicLabeller:
             return [self._lexical(t) for t in texts]
         out: list[str] = []
         for i in range(0, len(texts), 2048):
-            sims = _encode(self.embedder, texts[i : i + 2048]) @ self._topic_vecs.T
-            best = sims.argmax(axis=1)  # the first of equals: deterministic
-            out += [
-                self.topics[j].name if sims[k, j] >= self.threshold else OTHER
-                for k, j in enumerate(best)
-            ]
+            out += self.label_vectors(_encode(self.embedder, texts[i : i + 2048]))
         return out
+
+    def label_vectors(self, vecs: np.ndarray) -> list[str]:
+        """Labels of prompts already embedded (normalized, by this labeller's embedder)."""
+        assert self._topic_vecs is not None
+        sims = vecs @ self._topic_vecs.T
+        best = sims.argmax(axis=1)  # the first of equals: deterministic
+        return [
+            self.topics[j].name if sims[k, j] >= self.threshold else OTHER
+            for k, j in enumerate(best)
+        ]
 
     def _lexical(self, text: str) -> str:
         hits = [len(p.findall(text)) for p in self._patterns]
         best = max(range(len(hits)), key=lambda i: (hits[i], -i))
         return self.topics[best].name if hits[best] else OTHER
+
+
+class LabellingEmbedder:
+    """Stands in for an embedder in the diversity measures and labels each chunk of the sample
+    it embeds, so topics cost no second pass of the model and no stored vectors (flat
+    memory). Only :meth:`gram` is intercepted; anything else goes to the embedder itself."""
+
+    def __init__(self, embedder: Any, labeller: TopicLabeller) -> None:
+        self.embedder = embedder
+        self.labeller = labeller
+        self.texts: Sequence[str] | None = None
+        self.labels: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.embedder, name)
+
+    def gram(self, texts: Sequence[str], chunk: int = 2048) -> GramStats:
+        stats = GramStats(self.embedder.dim)
+        labels: list[str] = []
+        for i in range(0, len(texts), chunk):
+            vecs = _encode(self.embedder, texts[i : i + chunk])
+            stats.add(vecs)
+            labels += self.labeller.label_vectors(vecs)
+        self.texts, self.labels = texts, labels
+        return stats
+
+    def labels_of(self, texts: Sequence[str]) -> list[str] | None:
+        """The labels of ``texts`` when they are what :meth:`gram` embedded last."""
+        return self.labels if self.texts is texts else None
 
 
 def _encode(embedder: Any, texts: Sequence[str]) -> np.ndarray:
@@ -301,24 +338,24 @@ def choose_topics(values: Mapping[str, Sequence[Value]], source: str) -> tuple[l
 
 def label_topics(
     texts: Sequence[str],
-    topics: Sequence[Topic],
+    labeller: TopicLabeller,
     source: str,
     *,
-    embedder: Any = None,
+    labels: Sequence[str] | None = None,
     population: int | None = None,
 ) -> dict[str, Any]:
-    """Label ``texts`` (a dataset's sample) and return :func:`topic_distribution`'s figures,
-    with a note on the method."""
-    labeller = TopicLabeller(topics, embedder)
-    labels = labeller.label(texts)
+    """Label ``texts`` (a dataset's sample; ``labels`` when they are labelled already) and
+    return :func:`topic_distribution`'s figures."""
+    if labels is None:
+        labels = labeller.label(texts)
     result = topic_distribution(
         labels,
-        topics,
+        labeller.topics,
         method=labeller.method,
         source=source,
         population=len(texts) if population is None else population,
     )
-    result["threshold"] = labeller.threshold if embedder is not None else None
+    result["threshold"] = labeller.threshold if labeller.method == "embedding" else None
     return result
 
 
@@ -328,7 +365,8 @@ def topics_note(result: Mapping[str, Any]) -> str:
         f"zero-shot embedding similarity to the topic names (other below cosine "
         f"{result['threshold']:g})"
         if result["method"] == "embedding"
-        else "keyword match (the embedding model was not used; other when no keyword matches)"
+        else "keyword match (no embedding model: --no-embeddings, --topics-by lexical or the "
+        "embeddings extra not installed; other when no keyword matches)"
     )
     sample = (
         f" on a sample of {result['labelled']:,} of {result['population']:,} prompts"
