@@ -91,11 +91,8 @@ def test_entropy_on_known_distributions():
 
 
 def _rects(svg: str):
-    root = ET.fromstring(svg)
-    ns = {"s": "http://www.w3.org/2000/svg"}
-    return root, [
-        (g.find("s:title", ns).text, g.find("s:rect", ns)) for g in root.findall("s:g", ns)
-    ]
+    root = ET.fromstring(svg)  # inline SVG in HTML: no namespace needed
+    return root, [(g.find("title").text, g.find("rect")) for g in root.findall("g")]
 
 
 def test_treemap_rect_areas_are_proportional_to_counts():
@@ -140,7 +137,7 @@ def test_evaluate_adds_topics_to_the_record_and_reports(tmp_path):
     assert ev["table"]["header"][-1] == "topics (eff.) ↑"
     assert [row[-1] for row in ev["table"]["rows"]] == ["7.0", "1.0"]
     page = evaluation_html(ev)
-    assert page.count("<svg xmlns='http://www.w3.org/2000/svg'") >= 2 and "<h2>Topics</h2>" in page
+    assert page.count("aria-label='topics of") == 2 and "<h2>Topics</h2>" in page
     md = evaluation_markdown(ev)
     assert "## Topics" in md and "exp(H) 7.0" in md
     assert any(n.startswith("topics by keyword match") for n in ev["datasets"][0]["notes"])

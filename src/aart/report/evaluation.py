@@ -275,6 +275,10 @@ TOPICS_LEGEND = (
 )
 
 
+#: two treemaps side by side in the page's 1100 px
+TREEMAP_WIDTH = 500
+
+
 def _topic_figures(t: Mapping[str, Any]) -> str:
     return (
         f"{t['topics_used']} of {t['topics']} topics used; H {t['entropy']:.2f} nats; "
@@ -297,8 +301,10 @@ def topics_html(ev: Mapping[str, Any]) -> str:
     for r in with_topics:
         t = r["topics"]
         out.append(
-            "<figure style='margin:0'>"
-            + treemap_svg(list(t["counts"].items()), title=f"topics of {r['name']}")
+            f"<figure style='margin:0;width:{TREEMAP_WIDTH}px'>"
+            + treemap_svg(
+                list(t["counts"].items()), title=f"topics of {r['name']}", width=TREEMAP_WIDTH
+            )
             + f"<figcaption><b>{esc(r['name'])}</b>: {esc(_topic_figures(t))}</figcaption>"
             "</figure>"
         )

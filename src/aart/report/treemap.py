@@ -31,6 +31,12 @@ PALETTE = (
 OTHER_FILL = "#bab0ac"
 
 
+def _ink(fill: str) -> str:
+    """Dark text on light fills, white on dark ones (relative luminance)."""
+    r, g, b = (int(fill[i : i + 2], 16) / 255 for i in (1, 3, 5))
+    return "#222" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.5 else "#fff"
+
+
 def _worst(row: Sequence[float], side: float) -> float:
     """The worst aspect ratio of a row of areas laid along a side of this length."""
     s = sum(row)
@@ -86,7 +92,7 @@ def treemap_svg(
     total = sum(v for _, v in items)
     rects = squarify([v for _, v in items], 0, 0, width, height)
     parts = [
-        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
+        f"<svg width='{width}' height='{height}' "
         f"viewBox='0 0 {width} {height}' role='img' aria-label='{esc(title)}'>"
         f"<title>{esc(title)}</title>"
     ]
@@ -99,12 +105,13 @@ def treemap_svg(
             f"fill='{fill}' stroke='#fff' stroke-width='1' data-count='{count}'/>"
         )
         chars = int((w - 6) / 6.2)  # about 6 px per 11 px character
+        ink = f"style='fill:{_ink(fill)}'"  # a style: the page's CSS outranks attributes
         if h >= 15 and chars >= 3:
             name = label if len(label) <= chars else label[: max(1, chars - 1)] + "…"
-            parts.append(f"<text x='{x + 3:.1f}' y='{y + 13:.1f}'>{esc(name)}</text>")
+            parts.append(f"<text x='{x + 3:.1f}' y='{y + 13:.1f}' {ink}>{esc(name)}</text>")
             if h >= 28:
                 share = f"{100 * count / total:.1f}%"
-                parts.append(f"<text x='{x + 3:.1f}' y='{y + 25:.1f}'>{share}</text>")
+                parts.append(f"<text x='{x + 3:.1f}' y='{y + 25:.1f}' {ink}>{share}</text>")
         parts.append("</g>")
     parts.append("</svg>")
     return "".join(parts)
