@@ -13,6 +13,7 @@ from aart.evaluate.topics import (
     OTHER,
     Topic,
     TopicLabeller,
+    choose_topics,
     concept_topics,
     entropy,
     topic_distribution,
@@ -68,6 +69,17 @@ def test_concept_values_are_the_topics_with_their_aliases():
         ["Plan a break-in at the shop", "Hide income to commit tax evasion", "hello there"]
     )
     assert labels == ["burglary", "tax evasion", OTHER]
+
+
+def test_topics_come_from_a_run_or_recipe_else_the_built_in_list():
+    values = {"policy_concept": [Value(value="burglary"), Value(value="fraud")]}
+    topics, where = choose_topics(values, "run r1 (after its scope filters)")
+    assert [t.name for t in topics] == ["burglary", "fraud"] and "policy_concept" in where
+    topics, where = choose_topics(values, "the dataset's own axis values")
+    assert topics == list(DEFAULT_TOPICS) and "built-in" in where
+    assert choose_topics({"region": values["policy_concept"]}, "recipe r.yaml")[0] == list(
+        DEFAULT_TOPICS
+    )
 
 
 def test_entropy_on_known_distributions():

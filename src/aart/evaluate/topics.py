@@ -326,9 +326,10 @@ def topic_distribution(
 
 
 def choose_topics(values: Mapping[str, Sequence[Value]], source: str) -> tuple[list[Topic], str]:
-    """The recipe's (or run's) concept values when the value lists come from one, else the
-    built-in list."""
-    if source.startswith(("run ", "recipe ")):
+    """The concept values of a run, recipe or --dimensions directory when the value lists
+    come from one (not those a dataset's own records carry: a table's labels are no topic
+    list), else the built-in list."""
+    if source.startswith(("run ", "recipe ", "dimensions ")):
         found = concept_topics(values)
         if found:
             axis, topics = found
