@@ -328,7 +328,7 @@ def topics_markdown(ev: Mapping[str, Any], top: int = 8) -> list[str]:
     out = [
         "## Topics",
         "",
-        f"Topics from {with_topics[0]['topics']['topics_from']}. {TOPICS_LEGEND}",
+        f"Topics from {md_escape(with_topics[0]['topics']['topics_from'])}. {TOPICS_LEGEND}",
         "",
     ]
     for r in with_topics:
