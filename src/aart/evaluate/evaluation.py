@@ -282,7 +282,8 @@ def _measure(
         measures.add(chunk)
     assert measures is not None  # iter_dataset refuses an empty file
     tagger = topic_embedder(topics, embedder)
-    result = measures.result(tagger or embedder)
+    stand_in: Any = tagger or embedder  # the tagger has the embedder's interface
+    result = measures.result(stand_in)
     if topics is not None:
         add_topics(result, measures, topics, tagger)
     return result
