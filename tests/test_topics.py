@@ -21,7 +21,7 @@ from aart.evaluate.topics import (
 from aart.recipe import Value
 from aart.report import evaluation_html
 from aart.report.evaluation import evaluation_markdown
-from aart.report.treemap import squarify, treemap_svg
+from aart.report.treemap import shared_colours, squarify, treemap_svg
 
 # mild, abstract prompts about clearly different topics, and the topic each must get
 CLEAR = [
@@ -218,3 +218,13 @@ def test_topics_reuse_the_sample_embeddings(tmp_path, monkeypatch):
         topic_distribution(fresh, DEFAULT_TOPICS, method="x", source="x", population=7)["counts"]
     )
     assert ev["datasets"][0]["diversity"]["embedding_diversity"] is not None
+
+
+def test_a_topic_keeps_its_colour_across_treemaps():
+    colours = shared_colours(["drugs", "other", "fraud", "drugs", "weapons"])
+    assert list(colours) == ["drugs", "fraud", "weapons"]
+    fills = []
+    for counts in ([("drugs", 5), ("fraud", 1)], [("fraud", 9), ("drugs", 2)]):
+        _, rects = _rects(treemap_svg(counts, title="t", colours=colours))
+        fills.append({tip.split(":")[0]: rect.get("fill") for tip, rect in rects})
+    assert fills[0] == fills[1] == {"drugs": colours["drugs"], "fraud": colours["fraud"]}

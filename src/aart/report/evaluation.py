@@ -10,7 +10,7 @@ from typing import Any
 from ..evaluate.evaluation import METRIC_LEGEND
 from .html import esc, hbar_chart, histogram_chart, page, table
 from .markdown import md_escape, md_table
-from .treemap import treemap_svg
+from .treemap import shared_colours, treemap_svg
 
 Result = Mapping[str, Any]
 
@@ -298,12 +298,17 @@ def topics_html(ev: Mapping[str, Any]) -> str:
         f"{esc(TOPICS_LEGEND)}</p>",
         "<div style='display:flex;flex-wrap:wrap;gap:1rem'>",
     ]
+    # a topic keeps its colour from one dataset's treemap to the next
+    colours = shared_colours([k for r in with_topics for k in r["topics"]["counts"]])
     for r in with_topics:
         t = r["topics"]
         out.append(
             f"<figure style='margin:0;width:{TREEMAP_WIDTH}px'>"
             + treemap_svg(
-                list(t["counts"].items()), title=f"topics of {r['name']}", width=TREEMAP_WIDTH
+                list(t["counts"].items()),
+                title=f"topics of {r['name']}",
+                width=TREEMAP_WIDTH,
+                colours=colours,
             )
             + f"<figcaption><b>{esc(r['name'])}</b>: {esc(_topic_figures(t))}</figcaption>"
             "</figure>"

@@ -4,7 +4,7 @@ AART paper's appendix D compares datasets."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from .html import esc
 
@@ -29,6 +29,12 @@ PALETTE = (
     "#d4a6c8",
 )
 OTHER_FILL = "#bab0ac"
+
+
+def shared_colours(labels: Sequence[str], other: str = "other") -> dict[str, str]:
+    """One colour per label, in the order given (the palette repeats past its length)."""
+    distinct = [x for x in dict.fromkeys(labels) if x != other]
+    return {x: PALETTE[i % len(PALETTE)] for i, x in enumerate(distinct)}
 
 
 def _ink(fill: str) -> str:
@@ -85,9 +91,11 @@ def treemap_svg(
     width: int = 520,
     height: int = 320,
     other: str = "other",
+    colours: Mapping[str, str] | None = None,
 ) -> str:
     """An SVG treemap of (label, count), every label escaped, a tooltip (``<title>``) per
-    rectangle and a text label where it fits."""
+    rectangle and a text label where it fits. ``colours`` keeps a label's colour the same
+    across several treemaps (see :func:`shared_colours`); else colours go by size."""
     items = sorted(((k, v) for k, v in items if v > 0), key=lambda kv: -kv[1])
     total = sum(v for _, v in items)
     rects = squarify([v for _, v in items], 0, 0, width, height)
@@ -98,6 +106,8 @@ def treemap_svg(
     ]
     for i, ((label, count), (x, y, w, h)) in enumerate(zip(items, rects, strict=True)):
         fill = OTHER_FILL if label == other else PALETTE[i % len(PALETTE)]
+        if colours and label in colours:
+            fill = colours[label]
         tip = f"{label}: {count} ({100 * count / total:.1f}%)"
         parts.append(
             f"<g class='tm'><title>{esc(tip)}</title>"
