@@ -42,6 +42,15 @@ from .common import column_options
     "ONNX Runtime with int8 weights, built on first use (several times faster).",
 )
 @click.option("--seed", default=0, show_default=True, help="Seed for sampled metrics (Self-BLEU).")
+@click.option("--no-topics", is_flag=True, help="Skip the topic labels and treemaps.")
+@click.option(
+    "--topics-by",
+    type=click.Choice(["auto", "embedding", "lexical"]),
+    default="auto",
+    show_default=True,
+    help="Label topics by embedding similarity (the embeddings extra), keywords, or auto: "
+    "embeddings up to 20,000 sampled prompts, keywords beyond.",
+)
 def evaluate_command(
     dataset: str,
     recipe: str | None,
@@ -55,6 +64,8 @@ def evaluate_command(
     no_embeddings: bool,
     embedder: str,
     seed: int,
+    no_topics: bool,
+    topics_by: str,
 ) -> None:
     """Evaluate DATASET (.jsonl, .csv or .parquet): keyword coverage per axis, balance,
     annotation agreement, length and diversity; with --compare, a side-by-side table."""
@@ -70,6 +81,7 @@ def evaluate_command(
         embeddings=not no_embeddings,
         embedder=embedder,
         seed=seed,
+        topics="off" if no_topics else topics_by,
     )
     click.echo(evaluation_markdown(ev))
     if report:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -18,6 +18,14 @@ from .diversity import DiversityMeasures
 from .embeddings import ENABLE_HINT, Embedder, Int8Embedder, available, load_embedder
 from .keywords import KeywordMatcher, as_column
 from .stats import describe_counts, histogram_counts
+from .topics import (
+    EMBED_DEFAULT_LIMIT,
+    LabellingEmbedder,
+    TopicLabeller,
+    choose_topics,
+    label_topics,
+    topics_note,
+)
 
 
 def values_from_dimensions_dir(path: Path) -> dict[str, list[Value]]:
@@ -223,6 +231,7 @@ def evaluate(
     embeddings: bool = True,
     embedder: str = "minilm",
     seed: int = 0,
+    topics: str = "auto",
 ) -> dict[str, Any]:
     """Evaluate ``dataset`` (and every ``compare`` dataset against the same value lists).
     Files are read in chunks, in one pass (two when the value lists come from the dataset's
@@ -234,10 +243,11 @@ def evaluate(
         lambda: _derived_values(dataset, columns), recipe=recipe, run=run, dimensions=dimensions
     )
     model = load_embedder(embedder) if embeddings else None
-    results = [_measure(dataset, None, columns, values, model, seed)]
+    spec = topic_spec(values, source, topics, model)
+    results = [_measure(dataset, None, columns, values, model, seed, spec)]
     for name, path in (compare or {}).items():
         other = dict(text_column=text_column)
-        results.append(_measure(path, name, other, values, model, seed))
+        results.append(_measure(path, name, other, values, model, seed, spec))
     if isinstance(model, Int8Embedder):
         for r in results:
             r["notes"].append(
@@ -245,6 +255,7 @@ def evaluate(
                 "ONNX Runtime (compare it with figures of the same embedder)"
             )
     header, rows = comparison_table(results)
+    add_topic_column(header, rows, results)
     return {
         "values_from": source,
         "value_lists": {a: [v.value for v in vs] for a, vs in values.items()},
@@ -262,6 +273,7 @@ def _measure(
     values: Mapping[str, Sequence[Value]],
     embedder: Embedder | Int8Embedder | None,
     seed: int,
+    topics: TopicSpec | None = None,
 ) -> dict[str, Any]:
     measures: DatasetMeasures | None = None
     for chunk in iter_dataset(path, name=name, **columns):
@@ -269,7 +281,90 @@ def _measure(
             measures = DatasetMeasures(chunk.name, values, seed=seed)
         measures.add(chunk)
     assert measures is not None  # iter_dataset refuses an empty file
-    return measures.result(embedder)
+    tagger = topic_embedder(topics, embedder)
+    stand_in: Any = tagger or embedder  # the tagger has the embedder's interface
+    result = measures.result(stand_in)
+    if topics is not None:
+        add_topics(result, measures, topics, tagger)
+    return result
+
+
+# -- topics (appendix D of the paper): kept apart from the measures above, see topics.py --
+
+
+class TopicSpec(NamedTuple):
+    """How `evaluate` labels topics (the same for every compared dataset)."""
+
+    embedding: TopicLabeller | None  # by the embedder (None: not asked for, or none loaded)
+    lexical: TopicLabeller  # by keywords
+    source: str
+    method: str
+
+
+#: the ways ``evaluate(topics=...)`` labels prompts
+TOPIC_METHODS = ("auto", "embedding", "lexical", "off")
+
+
+def topic_spec(
+    values: Mapping[str, Sequence[Value]],
+    source: str,
+    method: str,
+    embedder: Embedder | Int8Embedder | None,
+) -> TopicSpec | None:
+    """How to label topics: ``off`` none; ``lexical`` keywords; ``embedding`` the embedder
+    (keywords when it is not installed or --no-embeddings); ``auto`` the embedder on samples
+    up to EMBED_DEFAULT_LIMIT prompts, keywords beyond."""
+    if method not in TOPIC_METHODS:
+        raise UsageError(f"unknown topic method {method!r}; use one of: {', '.join(TOPIC_METHODS)}")
+    if method == "off":
+        return None
+    chosen, where = choose_topics(values, source)
+    by_embedding = (
+        TopicLabeller(chosen, embedder)
+        if embedder is not None and method in ("auto", "embedding")
+        else None
+    )
+    return TopicSpec(by_embedding, TopicLabeller(chosen), where, method)
+
+
+def topic_embedder(
+    spec: TopicSpec | None, embedder: Embedder | Int8Embedder | None
+) -> LabellingEmbedder | None:
+    """The embedder that also labels topics while the diversity measures embed the sample."""
+    if spec is None or spec.embedding is None or embedder is None:
+        return None
+    return LabellingEmbedder(embedder, spec.embedding)
+
+
+def add_topics(
+    result: dict[str, Any],
+    measures: DatasetMeasures,
+    spec: TopicSpec,
+    tagger: LabellingEmbedder | None = None,
+) -> None:
+    """Label the dataset's sample (the one the embedding metrics use) and add its topic
+    figures and a note to ``result``."""
+    sample = measures.diversity.sample.items
+    labels = tagger.labels_of(sample) if tagger is not None else None
+    labeller = spec.embedding or spec.lexical
+    if labels is None and spec.method == "auto" and len(sample) > EMBED_DEFAULT_LIMIT:
+        labeller = spec.lexical  # the embedder would encode the whole sample a second time
+    result["topics"] = label_topics(
+        sample, labeller, spec.source, labels=labels, population=measures.n
+    )
+    result["notes"].append(topics_note(result["topics"]))
+
+
+def add_topic_column(
+    header: list[str], rows: list[list[str]], results: Sequence[Mapping[str, Any]]
+) -> None:
+    """The comparison table's topical-diversity column: exp(entropy) of the topic labels."""
+    if not any(r.get("topics") for r in results):
+        return
+    header.append("topics (eff.) ↑")
+    for row, r in zip(rows, results, strict=True):
+        t = r.get("topics")
+        row.append(f"{t['effective_topics']:.1f}" if t else "-")
 
 
 def _derived_values(path: str | Path, columns: dict[str, Any]) -> dict[str, list[Value]]:

@@ -10,6 +10,7 @@ from typing import Any
 from ..evaluate.evaluation import METRIC_LEGEND
 from .html import esc, hbar_chart, histogram_chart, page, table
 from .markdown import md_escape, md_table
+from .treemap import shared_colours, treemap_svg
 
 Result = Mapping[str, Any]
 
@@ -127,6 +128,7 @@ def evaluation_html(ev: Mapping[str, Any], title: str = "aart evaluation") -> st
         table(t["header"], t["rows"]),
         f"<p class='muted'>{esc(METRIC_LEGEND)}</p>",
     ]
+    body.append(topics_html(ev))
     if ev.get("human_review"):
         body.append(_human_html(ev["human_review"]))
     body += [_dataset_html(r) for r in ev["datasets"]]
@@ -192,6 +194,7 @@ def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -
         "",
         METRIC_LEGEND,
         "",
+        *topics_markdown(ev),
     ]
     if ev.get("human_review"):
         out += [
@@ -261,6 +264,86 @@ def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -
             out.append(f"- note: {note}")
         out.append("")
     return "\n".join(out)
+
+
+# -- topics (appendix D of the paper): one treemap per dataset, see evaluate/topics.py --
+
+TOPICS_LEGEND = (
+    "Each prompt gets one topic; H is the Shannon entropy of the topic labels (nats), "
+    "exp(H) the effective number of topics (↑ more topical diversity); other: no topic close "
+    "enough."
+)
+
+
+#: two treemaps side by side in the page's 1100 px
+TREEMAP_WIDTH = 500
+
+
+def _topic_figures(t: Mapping[str, Any]) -> str:
+    return (
+        f"{t['topics_used']} of {t['topics']} topics used; H {t['entropy']:.2f} nats; "
+        f"exp(H) {t['effective_topics']:.1f}; other {_pct(t['other_share'])}; "
+        f"by {t['method']}"
+    )
+
+
+def topics_html(ev: Mapping[str, Any]) -> str:
+    """The Topics section: a treemap per dataset, side by side, with its figures."""
+    with_topics = [r for r in ev["datasets"] if r.get("topics")]
+    if not with_topics:
+        return ""
+    out = [
+        "<h2>Topics</h2>",
+        f"<p class='muted'>Topics from {esc(with_topics[0]['topics']['topics_from'])}. "
+        f"{esc(TOPICS_LEGEND)}</p>",
+        "<div style='display:flex;flex-wrap:wrap;gap:1rem'>",
+    ]
+    # a topic keeps its colour from one dataset's treemap to the next
+    colours = shared_colours([k for r in with_topics for k in r["topics"]["counts"]])
+    for r in with_topics:
+        t = r["topics"]
+        out.append(
+            f"<figure style='margin:0;width:{TREEMAP_WIDTH}px'>"
+            + treemap_svg(
+                list(t["counts"].items()),
+                title=f"topics of {r['name']}",
+                width=TREEMAP_WIDTH,
+                colours=colours,
+            )
+            + f"<figcaption><b>{esc(r['name'])}</b>: {esc(_topic_figures(t))}</figcaption>"
+            "</figure>"
+        )
+    out.append("</div>")
+    for r in with_topics:
+        t = r["topics"]
+        rows = [[k, v, _pct(t["shares"][k])] for k, v in t["counts"].items()]
+        out.append(
+            f"<details><summary>{esc(r['name'])}: topic counts</summary>"
+            + table(["topic", "prompts", "share"], rows)
+            + "</details>"
+        )
+    return "".join(out)
+
+
+def topics_markdown(ev: Mapping[str, Any], top: int = 8) -> list[str]:
+    """The Topics section: each dataset's figures and its largest topics."""
+    with_topics = [r for r in ev["datasets"] if r.get("topics")]
+    if not with_topics:
+        return []
+    out = [
+        "## Topics",
+        "",
+        f"Topics from {md_escape(with_topics[0]['topics']['topics_from'])}. {TOPICS_LEGEND}",
+        "",
+    ]
+    for r in with_topics:
+        t = r["topics"]
+        largest = ", ".join(f"{k} {_pct(v)}" for k, v in list(t["shares"].items())[:top])
+        out.append(
+            f"- **{md_escape(r['name'])}**: {md_escape(_topic_figures(t))}; "
+            f"largest: {md_escape(largest)}"
+        )
+    return [*out, ""]
 
 
 def write_evaluation_report(ev: Mapping[str, Any], out: str | Path) -> dict[str, Path]:
