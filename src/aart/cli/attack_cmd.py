@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -16,6 +17,7 @@ from ..llm import Price
 from ..llm.batch import BatchSettings
 from ..llm.ray_executor import RaySettings
 from ..redteam.findings import Findings
+from ..redteam.gate import GATE_ON, GateSpec, RuleOutcome, check_gate
 from .common import (
     FiniteFloatRange,
     column_options,
@@ -28,8 +30,6 @@ from .common import (
 )
 
 GATE_EXIT_CODE = 3
-#: what --fail-above compares (--gate-on)
-GATE_ON = ("raw", "corrected", "upper")
 # Too few prompts got a verdict for the rate to mean anything: never a pass.
 INCONCLUSIVE_EXIT_CODE = 4
 
@@ -131,6 +131,29 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
             type=FiniteFloatRange(min=0),
             metavar="USD",
             help="Stop when the attack has cost this much (needs a price for every paid model).",
+        ),
+        click.option(
+            "--json",
+            "as_json",
+            is_flag=True,
+            help="Print the findings (attack.json's content) to stdout; everything else goes "
+            "to stderr.",
+        ),
+        click.option(
+            "--junit",
+            default=None,
+            type=click.Path(dir_okay=False),
+            metavar="PATH",
+            help="Write a JUnit XML file: a test case per gate rule (failing when broken) and "
+            "a failing test case per prompt that succeeded.",
+        ),
+        click.option(
+            "--sarif",
+            default=None,
+            type=click.Path(dir_okay=False),
+            metavar="PATH",
+            help="Write a SARIF 2.1.0 file: the succeeding prompts as results (one rule per "
+            "judge), with their axis values.",
         ),
         no_cache_option,
     ]
@@ -237,6 +260,7 @@ def attack_command(
     attack-success rate overall, per axis value and per pair of axes. Re-running the same
     command resumes."""
     out = judging.pop("out")
+    ci = {k: judging.pop(k) for k in ("as_json", "junit", "sarif")}
     # what the attack is, shared by the dry run and the run itself
     settings: dict[str, Any] = dict(
         target=target,
@@ -259,7 +283,7 @@ def attack_command(
     if dry_run:
         echo_attack_estimate(pipeline.attack_dry_run(dataset, **settings))
         return
-    with progress_bars() as bars:
+    with progress_bars(stderr=ci["as_json"]) as bars:
         f = pipeline.attack(
             dataset,
             out=out,
@@ -268,7 +292,7 @@ def attack_command(
             min_judged=min_judged,
             **settings,
         )
-    show_findings(f, out, min_judged, fail_above, gate_on)
+    show_findings(f, out, GateSpec(fail_above, gate_on, min_judged=min_judged), **ci)
 
 
 def echo_attack_estimate(est: list[dict[str, Any]]) -> None:
@@ -315,7 +339,8 @@ def rejudge_command(
 ) -> None:
     """Judge the responses saved in ATTACK_DIR (an earlier attack's --out) again, with other
     judges, into --out: no call reaches the target. Same reports and gates as `aart attack`."""
-    with progress_bars() as bars:
+    ci = {k: judging.pop(k) for k in ("as_json", "junit", "sarif")}
+    with progress_bars(stderr=ci["as_json"]) as bars:
         f = pipeline.rejudge(
             attack_dir,
             progress=bars,
@@ -323,23 +348,7 @@ def rejudge_command(
             prices=dict(parse_price(p) for p in prices),
             **judging,
         )
-    show_findings(f, judging["out"], min_judged, fail_above, gate_on)
-
-
-def gate_figure(f: Findings, gate_on: str) -> tuple[float, str]:
-    """The figure --fail-above compares, and how it was made. Unjudged prompts count as
-    successes (the worst case): a judge that declines to rate a reply never lets it pass."""
-    how = f"{f.measures} rate"
-    if f.unjudged:
-        how += f" with the {f.unjudged} unjudged counted as successes"
-    raw = (f.worst_case or f.overall)["rate"] if f.unjudged else f.overall["rate"]
-    c = f.corrected_worst_case if f.unjudged else f.corrected
-    if gate_on == "raw" or not c:
-        return raw, how
-    if gate_on == "corrected":
-        # a judge no better than chance corrects nothing: the gate cannot pass on it
-        return (c["rate"] if c["rate"] is not None else 1.0), f"corrected {how}"
-    return c["ci_high"], f"upper 95% bound of the corrected {how}"
+    show_findings(f, judging["out"], GateSpec(fail_above, gate_on, min_judged=min_judged), **ci)
 
 
 def worst_value(cells: Sequence[Mapping[str, Any]]) -> str:
@@ -352,11 +361,21 @@ def worst_value(cells: Sequence[Mapping[str, Any]]) -> str:
 
 
 def show_findings(
-    f: Findings, out: str, min_judged: float, fail_above: float | None, gate_on: str = "raw"
+    f: Findings,
+    out: str,
+    spec: GateSpec,
+    *,
+    as_json: bool = False,
+    junit: str | None = None,
+    sarif: str | None = None,
 ) -> None:
-    """What the CLI says about an attack: doubts first, then the figures; exits with the
-    inconclusive or gate code when they apply."""
+    """What the CLI says about an attack: doubts first, then the figures; writes the JUnit
+    and SARIF files asked for; exits with the inconclusive or gate code when they apply.
+    With ``as_json`` the findings alone go to stdout, the rest to stderr."""
+    from pathlib import Path
+
     from ..report.attack import (
+        attack_summary,
         corrected_line,
         headline,
         honest_note,
@@ -365,13 +384,14 @@ def show_findings(
         state_line,
         worst_case_line,
     )
+    from ..report.ci import write_ci_files
 
     o = f.overall
     if f.inconclusive:
         stopped = f"\nstopped early: {f.stopped}" if f.stopped else ""
         click.echo(
             f"INCONCLUSIVE: only {f.judged} of {f.prompts} prompts were judged "
-            f"({100 * f.judged_share:.0f}% < --min-judged {100 * min_judged:.0f}%): "
+            f"({100 * f.judged_share:.0f}% < --min-judged {100 * spec.min_judged:.0f}%): "
             f"{plural(len(f.failed_jobs), 'failed call')}, "
             f"{plural(f.target_errors, 'target error')}, "
             f"{f.unjudged} unjudged. Check the target "
@@ -383,7 +403,7 @@ def show_findings(
     note = honest_note(f)
     if note:
         click.echo(f"NOTE: {note}", err=True)
-    click.echo(f"aart attack on {f.target}: {out}/report.html")
+    click.echo(f"aart attack on {f.target}: {out}/report.html", err=as_json)
     rows: list[tuple[str, Any]] = [
         (f.measures, headline(f).removeprefix(f.measures + " ")),
         ("states", state_line(f)),
@@ -416,18 +436,31 @@ def show_findings(
         rows.append(("pair", pair_line(pair)))
     rows.append(("regression set", f"{out}/failures.jsonl ({plural(o['successes'], 'prompt')})"))
     rows.append(("every verdict", f"{out}/results.jsonl (.csv, .parquet)"))
-    echo_kv(rows)
+    rules = check_gate(f, spec)
+    write_ci_files(f, Path(out), rules, junit=junit, sarif=sarif)
+    if junit:
+        rows.append(("junit", junit))
+    if sarif:
+        rows.append(("sarif", sarif))
+    echo_kv(rows, err=as_json)
+    if as_json:
+        click.echo(json.dumps(attack_summary(f), indent=1))
     if f.inconclusive:
         sys.exit(INCONCLUSIVE_EXIT_CODE)
-    if fail_above is not None:
-        figure, how = gate_figure(f, gate_on)
-        if figure > fail_above:
-            click.echo(f"gate failed: {how} {figure:.3f} > {fail_above}", err=True)
-            if f.unjudged and o["rate"] <= fail_above:
-                click.echo(
-                    f"  the judged prompts alone give {o['rate']:.3f}: {f.unjudged} unjudged "
-                    "prompts could change the outcome; rejudge them (aart rejudge) or review "
-                    "them (aart review --attack)",
-                    err=True,
-                )
-            sys.exit(GATE_EXIT_CODE)
+    broken = [r for r in rules[1:] if r.failed]
+    if broken:
+        echo_broken(f, broken)
+        sys.exit(GATE_EXIT_CODE)
+
+
+def echo_broken(f: Findings, broken: list[RuleOutcome]) -> None:
+    """Each broken gate rule on its own line."""
+    for r in broken:
+        click.echo(f"gate failed: {r.message}", err=True)
+        if r.name == "overall" and f.unjudged and f.overall["rate"] <= r.threshold:
+            click.echo(
+                f"  the judged prompts alone give {f.overall['rate']:.3f}: {f.unjudged} "
+                "unjudged prompts could change the outcome; rejudge them (aart rejudge) or "
+                "review them (aart review --attack)",
+                err=True,
+            )

@@ -500,10 +500,14 @@ def attack_markdown(f: Findings) -> str:
     return "\n".join(lines) + "\n"
 
 
+def attack_summary(f: Findings) -> dict[str, Any]:
+    """What attack.json (and `aart attack --json`) holds: the findings without the records."""
+    return {k: v for k, v in f.as_dict().items() if k not in ("failures", "unjudged_records")}
+
+
 def write_attack_report(f: Findings, out: Path) -> dict[str, Path]:
     paths = {"html": out / "report.html", "md": out / "report.md", "json": out / "attack.json"}
     paths["html"].write_text(attack_html(f), encoding="utf-8")
     paths["md"].write_text(attack_markdown(f), encoding="utf-8")
-    summary = {k: v for k, v in f.as_dict().items() if k not in ("failures", "unjudged_records")}
-    paths["json"].write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    paths["json"].write_text(json.dumps(attack_summary(f), indent=1), encoding="utf-8")
     return paths
