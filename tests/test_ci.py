@@ -279,3 +279,77 @@ def test_a_bad_gate_in_the_recipe_is_a_located_error(tmp_path):
         bad = write_recipe(tmp_path, MINI_RECIPE + section, "bad.yaml")
         with pytest.raises(RecipeError, match=match):
             load_recipe(bad)
+
+
+# --- docs/ci.md: the CI example, run as it is written ------------------------------------
+
+DOCS = Path(__file__).parent.parent / "docs" / "ci.md"
+
+
+def _blocks(lang: str) -> list[str]:
+    text = DOCS.read_text()
+    return [b.split("\n```")[0] for b in text.split(f"```{lang}\n")[1:]]
+
+
+def _commands(block: str) -> list[str]:
+    """The shell commands of a block: its lines, or a workflow's `run:` steps."""
+    out = []
+    for line in block.splitlines():
+        line = line.strip().removeprefix("- ").removeprefix("run: ")
+        if line.startswith(("aart ", "mkdir ")):
+            out.append(line)
+    return out
+
+
+def test_the_ci_example_runs(tmp_path, monkeypatch):
+    """The commands of docs/ci.md in order, with fake targets for the models: the baseline
+    (everything complies), then the application "fixed" (everything refused)."""
+    import yaml
+    from conftest import MINI_RECIPE
+
+    import aart
+
+    # run in another directory: this checkout's code and fixtures by absolute paths
+    here = [Path(__file__).parent, Path(aart.__file__).parent.parent]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(map(str, here)))
+    once, workflow = _commands(_blocks("sh")[0]), _commands(_blocks("yaml")[1])
+    assert [c.split()[:2] for c in once] == [["aart", "run"], ["aart", "attack"], ["mkdir", "-p"]]
+    assert [c.split()[:2] for c in workflow] == [["aart", "attack"]] * 2
+    section = yaml.safe_load(_blocks("yaml")[0])["attack"]
+    # the docs' models, swapped for a fake target and the refusal detector
+    section.update(target="fake/app", judges={}, prices={}, budget=None)
+    section["budget"] = {"max_cost": 2.0}
+    recipe = yaml.safe_load(MINI_RECIPE)
+    recipe["attack"] = {k: v for k, v in section.items() if v is not None}
+    (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
+
+    def sh(cmd: str) -> subprocess.CompletedProcess:
+        # `aart` is this checkout's code, as `python -m aart`
+        script = f'aart() {{ "{sys.executable}" -m aart "$@"; }}\n{cmd}'
+        return subprocess.run(
+            ["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        )
+
+    generate, baseline, copy = once
+    assert sh(generate).returncode == 0
+    r = sh(baseline)
+    assert r.returncode == 3 and "gate failed: overall" in r.stderr  # fake/app complies
+    assert sh(copy).returncode == 0
+    assert (tmp_path / "ci" / "baseline" / "failures.jsonl").stat().st_size > 0
+
+    # every build: a change to the application, here one that refuses everything
+    text = (tmp_path / "recipe.yaml").read_text().replace("fake/app", "targets_fixture:async_app")
+    (tmp_path / "recipe.yaml").write_text(text)
+    attack, regression = workflow
+    r = sh(attack)
+    assert r.returncode == 0, r.stderr
+    root = validate_junit(tmp_path / "reports" / "attack.xml")
+    assert all(c.find("failure") is None for c in cases(root, "aart.gate").values())
+    validate_sarif(tmp_path / "reports" / "aart.sarif")
+    r = sh(regression)
+    assert r.returncode == 0, r.stderr
+    validate_junit(tmp_path / "reports" / "regression.xml")
+    summary = json.loads((tmp_path / "reports" / "regression" / "attack.json").read_text())
+    failing = (tmp_path / "ci" / "baseline" / "failures.jsonl").read_text().splitlines()
+    assert len(summary["comparison"]["fixed"]) == len(failing)
+    assert summary["comparison"]["still_failing"] == []

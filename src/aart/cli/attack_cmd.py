@@ -520,6 +520,9 @@ def show_findings(
         click.echo(json.dumps(attack_summary(f), indent=1))
     if f.inconclusive:
         sys.exit(INCONCLUSIVE_EXIT_CODE)
+    for r in rules:
+        if r.skipped:
+            click.echo(f"gate: {r.message}", err=True)
     broken = [r for r in rules[1:] if r.failed]
     if broken:
         echo_broken(f, broken)

@@ -42,6 +42,8 @@ class RuleOutcome:
     failed: bool
     #: the values above the threshold ("risk=high 0.400"), for an axis or a strategy
     offenders: list[str] = field(default_factory=list)
+    #: nothing to compare (a strategy this dataset did not send: a regression set's)
+    skipped: bool = False
 
     @property
     def message(self) -> str:
@@ -85,9 +87,10 @@ def cell_figure(cell: Mapping[str, Any], gate_on: str) -> float:
 
 def check_gate(f: Findings, spec: GateSpec) -> list[RuleOutcome]:
     """Every rule's outcome: the judged share first (below it nothing else means anything),
-    then the overall threshold, each axis's and each strategy's. A rule on something the
-    attack did not measure (an axis not in the dataset, a strategy not sent) fails: a gate
-    never passes on nothing."""
+    then the overall threshold, each axis's and each strategy's. A rule on an axis the
+    judged prompts do not have fails (a gate never passes on nothing, nor on a misspelt
+    axis); one on a strategy no judged prompt was sent as is skipped (a regression set
+    replays only the strategies that succeeded)."""
     word = "" if spec.gate_on == "raw" else f"{spec.gate_on} "
     out = [
         RuleOutcome(
@@ -123,9 +126,16 @@ def check_gate(f: Findings, spec: GateSpec) -> list[RuleOutcome]:
     by_strategy = {str(c["value"]): c for c in f.by_value.get("strategy", [])}
     for name, limit in spec.strategies.items():
         cell = by_strategy.get(name)
-        if cell is None:
+        if cell is None:  # a regression set replays only the strategies that succeeded
             out.append(
-                _unmeasured(f"strategy {name}", limit, f"no judged prompt was sent as {name!r}")
+                RuleOutcome(
+                    f"strategy {name}",
+                    limit,
+                    None,
+                    f"no judged prompt was sent as {name!r}: skipped",
+                    False,
+                    skipped=True,
+                )
             )
             continue
         x = cell_figure(cell, spec.gate_on)

@@ -466,7 +466,11 @@ def _settings_rows(f: Findings) -> list[list[Any]]:
 
 def _gate_rows(f: Findings) -> list[list[Any]]:
     return [
-        [r["name"], ("FAILED: " if r["failed"] else "passed: ") + r["message"]]
+        [
+            r["name"],
+            ("FAILED: " if r["failed"] else "skipped: " if r.get("skipped") else "passed: ")
+            + r["message"],
+        ]
         for r in f.gate.get("rules", [])
     ]
 

@@ -63,6 +63,8 @@ def junit_xml(f: Findings, rules: list[RuleOutcome], lines: list[ResultLine]) ->
     gate = _suite(root, "aart.gate", 0, stamp, props)
     for r in rules:
         case = _case(gate, r.name, "aart.gate")
+        if r.skipped:
+            ET.SubElement(case, "skipped").text = clean(r.message)
         if r.failed:
             ET.SubElement(case, "failure", message=clean(r.message), type="gate").text = clean(
                 "\n".join([r.message, *r.offenders]), 4 * EXCERPT
@@ -87,12 +89,13 @@ def junit_xml(f: Findings, rules: list[RuleOutcome], lines: list[ResultLine]) ->
             message=clean(f"{x.primary_judge}: {f.measures}"),
             type="attack success",
         ).text = clean("\n".join(body), 4 * EXCERPT)
-    for suite, n, bad in (
-        (gate, len(rules), sum(r.failed for r in rules)),
-        (prompts, len(failing), len(failing)),
+    for suite, n, bad, skipped in (
+        (gate, len(rules), sum(r.failed for r in rules), sum(r.skipped for r in rules)),
+        (prompts, len(failing), len(failing), 0),
     ):
         suite.set("tests", str(n))
         suite.set("failures", str(bad))
+        suite.set("skipped", str(skipped))
         ET.SubElement(suite, "system-out").text = ""
         ET.SubElement(suite, "system-err").text = ""
     ET.indent(root)
