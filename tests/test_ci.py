@@ -336,6 +336,13 @@ def test_the_ci_example_runs(tmp_path, monkeypatch):
     assert r.returncode == 3 and "gate failed: overall" in r.stderr  # fake/app complies
     assert sh(copy).returncode == 0
     assert (tmp_path / "ci" / "baseline" / "failures.jsonl").stat().st_size > 0
+    # a run directory is attacked with its own recipe, into RUN/attack
+    r = sh("aart attack runs/app --target targets_fixture:async_app --json")
+    assert r.returncode == 0, r.stderr
+    settings = json.loads(r.stdout)["settings"]
+    assert settings["target"]["source"] == "flag"
+    assert settings["strategies"] == {"value": ["base64"], "source": "recipe"}
+    assert (tmp_path / "runs" / "app" / "attack" / "attack.json").exists()
 
     # every build: a change to the application, here one that refuses everything
     text = (tmp_path / "recipe.yaml").read_text().replace("fake/app", "targets_fixture:async_app")
