@@ -360,3 +360,15 @@ def test_the_ci_example_runs(tmp_path, monkeypatch):
     failing = (tmp_path / "ci" / "baseline" / "failures.jsonl").read_text().splitlines()
     assert len(summary["comparison"]["fixed"]) == len(failing)
     assert summary["comparison"]["still_failing"] == []
+
+
+def test_without_a_target_nor_a_dataset_the_error_says_where_to_put_them(dataset, tmp_path):
+    out = tmp_path / "att"
+    r = aart_cli("attack", dataset, "--out", out)
+    assert r.returncode == 2 and "no target" in r.stderr and "attack.target" in r.stderr
+    assert not out.exists() and "Traceback" not in r.stderr
+    from conftest import MINI_RECIPE, write_recipe
+
+    recipe = write_recipe(tmp_path, MINI_RECIPE + "attack:\n  target: fake/app\n", "r.yaml")
+    r = aart_cli("attack", recipe)
+    assert r.returncode == 2 and "add attack.dataset" in r.stderr
