@@ -511,6 +511,10 @@ def attack_config(
             from_rec["strategies"] = None
     all_prices.update(prices or {})
     r = resolve(flags, from_rec)
+    from .redteam.gate import GATE_ON
+
+    if r["gate_on"] not in GATE_ON:
+        raise UsageError(f"gate_on {r['gate_on']!r}: choose one of {', '.join(GATE_ON)}")
     if r["target"] is None:
         raise UsageError(
             "no target: give --target (provider/model, a target .yaml or module:function), "
