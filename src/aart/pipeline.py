@@ -377,22 +377,22 @@ def _check_planned_budget(
 def attack(
     dataset: str | Path,
     *,
-    target: str,
+    target: str | None = None,
     out: str | Path,
-    judge: str = "refusal",
+    judge: str | None = None,
     classifier: str | None = None,
     recipe: str | Path | None = None,
     system_prompt: str | None = None,
     base_url: str | None = None,
-    max_tokens: int = 400,
+    max_tokens: int | None = None,
     limit: int | None = None,
     sample: int | None = None,
-    seed: int = 0,
+    seed: int | None = None,
     concurrency: int | None = None,
     no_cache: bool = False,
     baseline: str | Path | None = None,
     progress: Progress | None = None,
-    min_judged: float = 0.9,
+    min_judged: float | None = None,
     prices: dict[str, Price] | None = None,
     max_cost: float | None = None,
     text_column: str = "prompt",
@@ -405,131 +405,152 @@ def attack(
     max_turns: int | None = None,
     batch: BatchSettings | None = None,
     ray: RaySettings | None = None,
+    fail_above: float | None = None,
+    gate_on: str | None = None,
+    gate_axes: dict[str, float] | None = None,
+    gate_strategies: dict[str, float] | None = None,
 ) -> Findings:
     """Attack ``target`` with every prompt of ``dataset`` (under every strategy), judge the
     responses, write OUT/report.html, report.md, attack.json and failures.jsonl; returns the
-    findings. Settings come from :func:`attack_config`; ``findings.inconclusive`` is true when
-    too few prompts got a verdict or an endpoint failed every call. ``limit`` takes the first
-    N prompts in the file's order; ``sample`` takes N spread over the cells (seeded by
-    ``seed``); a re-run into ``out`` over fewer or other prompts is refused."""
+    findings. Settings come from :func:`attack_config`: an argument left at None takes the
+    recipe's ``attack:`` section, else the default (``findings.settings`` says which);
+    ``findings.inconclusive`` is true when too few prompts got a verdict or an endpoint failed
+    every call; ``findings.gate`` holds the gate's rules (``fail_above``, per axis, per
+    strategy) and their outcomes. ``limit`` takes the first N prompts in the file's order;
+    ``sample`` takes N spread over the cells (seeded by ``seed``); a re-run into ``out`` over
+    fewer or other prompts is refused."""
+    config, resolved = attack_config(
+        dataset,
+        target=target,
+        judge=judge,
+        classifier=classifier,
+        recipe=recipe,
+        system_prompt=system_prompt,
+        base_url=base_url,
+        max_tokens=max_tokens,
+        limit=limit,
+        sample=sample,
+        seed=seed,
+        concurrency=concurrency,
+        no_cache=no_cache,
+        prices=prices,
+        max_cost=max_cost,
+        text_column=text_column,
+        axis_columns=axis_columns,
+        annotation_columns=annotation_columns,
+        replay=replay,
+        strategies=strategies,
+        attacker=attacker,
+        max_rounds=max_rounds,
+        max_turns=max_turns,
+        batch=batch,
+        ray=ray,
+        fail_above=fail_above,
+        gate_on=gate_on,
+        min_judged=min_judged,
+        gate_axes=gate_axes,
+        gate_strategies=gate_strategies,
+        with_settings=True,
+    )
     return _run_attack(
         dataset,
-        attack_config(
-            dataset,
-            target=target,
-            judge=judge,
-            classifier=classifier,
-            recipe=recipe,
-            system_prompt=system_prompt,
-            base_url=base_url,
-            max_tokens=max_tokens,
-            limit=limit,
-            sample=sample,
-            seed=seed,
-            concurrency=concurrency,
-            no_cache=no_cache,
-            prices=prices,
-            max_cost=max_cost,
-            text_column=text_column,
-            axis_columns=axis_columns,
-            annotation_columns=annotation_columns,
-            replay=replay,
-            strategies=strategies,
-            attacker=attacker,
-            max_rounds=max_rounds,
-            max_turns=max_turns,
-            batch=batch,
-            ray=ray,
-        ),
+        config,
         out=out,
         baseline=baseline,
         progress=progress,
-        min_judged=min_judged,
+        resolved=resolved,
     )
 
 
 def attack_config(
     dataset: str | Path,
     *,
-    target: str,
-    judge: str = "refusal",
-    classifier: str | None = None,
     recipe: str | Path | None = None,
-    system_prompt: str | None = None,
-    base_url: str | None = None,
-    max_tokens: int = 400,
     limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
     concurrency: int | None = None,
     no_cache: bool = False,
     prices: dict[str, Price] | None = None,
-    max_cost: float | None = None,
     text_column: str = "prompt",
     axis_columns: dict[str, str] | None = None,
     annotation_columns: dict[str, str] | None = None,
     replay: str | Path | None = None,
-    strategies: list[str] | None = None,
-    attacker: str | None = None,
-    max_rounds: int | None = None,
-    max_turns: int | None = None,
     batch: BatchSettings | None = None,
     ray: RaySettings | None = None,
-) -> AttackConfig:
-    """The attack's settings: the recipe's policy, system prompt, prices, budget and
-    strategies (the dataset's run recipe by default), overridden by the arguments."""
+    with_settings: bool = False,
+    **flags: Any,
+) -> Any:
+    """The attack's settings: each of ``redteam.settings.DEFAULTS`` from ``flags`` (None:
+    not given), else the recipe's ``attack:`` section (the dataset's run recipe by default),
+    else the default; the recipe's policy and prices (attack.prices added, the flags' last).
+    With ``with_settings``, also the resolution (values and sources)."""
     from .redteam import AttackConfig
+    from .redteam.settings import DEFAULTS, from_recipe, resolve
 
+    unknown = set(flags) - set(DEFAULTS)
+    if unknown:
+        raise TypeError(f"attack_config: unknown settings {sorted(unknown)}")
     ds = Path(dataset)
     if recipe is None and (ds.parent / "recipe.yaml").exists():
         recipe = ds.parent / "recipe.yaml"  # a dataset inside a run directory knows its recipe
     app_name = policy = ""
-    sp = ""
     budget = None
     all_prices: dict[str, Price] = {}
-    section = None
+    from_rec = None
     if recipe is not None:
         rec = load_recipe(recipe).recipe
         app = rec.application
-        app_name, policy, sp = app.name, app.policy, app.system_prompt
-        budget = rec.budget
+        app_name, policy = app.name, app.policy
+        budget = rec.attack.budget if rec.attack.budget is not None else rec.budget
         all_prices = recipe_prices(rec)
-        section = rec.attack
+        all_prices.update(
+            (name, Price(p.input, p.output, p.batch_input, p.batch_output))
+            for name, p in rec.attack.prices.items()
+        )
+        from_rec = from_recipe(rec)
+        if replay is not None:  # a replay takes the earlier attack's strategies, exactly
+            from_rec["strategies"] = None
     all_prices.update(prices or {})
-    return AttackConfig(
-        target=target,
-        judge=judge,
-        classifier=classifier,
-        system_prompt=system_prompt if system_prompt is not None else sp,
+    r = resolve(flags, from_rec)
+    from .redteam.gate import GATE_ON
+
+    if r["gate_on"] not in GATE_ON:
+        raise UsageError(f"gate_on {r['gate_on']!r}: choose one of {', '.join(GATE_ON)}")
+    if r["target"] is None:
+        raise UsageError(
+            "no target: give --target (provider/model, a target .yaml or module:function), "
+            "or attack.target in the recipe"
+        )
+    config = AttackConfig(
+        target=r["target"],
+        judge=r["judge"],
+        classifier=r["classifier"],
+        system_prompt=r["system_prompt"],
         app_name=app_name,
         policy=policy,
-        max_tokens=max_tokens,
+        max_tokens=r["max_tokens"],
         limit=limit,
-        sample=sample,
-        seed=seed,
+        sample=r["sample"],
+        seed=r["seed"],
         use_cache=not no_cache,
-        options=ModelOptions(base_url=base_url, concurrency=concurrency),
+        options=ModelOptions(base_url=r["base_url"], concurrency=concurrency),
         prices=all_prices,
         max_calls=budget.max_calls if budget else None,
         max_tokens_total=budget.max_tokens if budget else None,
-        max_cost=max_cost if max_cost is not None else budget.max_cost if budget else None,
-        budget_names={"max_cost": "--max-cost"} if max_cost is not None else {},
+        max_cost=r["max_cost"],
+        budget_names={"max_cost": "--max-cost"} if r.sources["max_cost"] == "flag" else {},
         text_column=text_column,
         axis_columns=axis_columns or {},
         annotation_columns=annotation_columns or {},
         replay=str(replay) if replay is not None else None,
-        # the CLI's strategies, else the recipe's attack section (a replay: the earlier
-        # attack's, exactly)
-        strategies=list(
-            strategies or ([] if replay is not None or not section else section.strategies)
-        ),
-        attacker=attacker or (section.attacker if section else None),
-        max_rounds=max_rounds or (section.max_rounds if section else 3),
-        max_turns=max_turns or (section.max_turns if section else 4),
+        strategies=list(r["strategies"]),
+        attacker=r["attacker"],
+        max_rounds=r["max_rounds"],
+        max_turns=r["max_turns"],
         recipe=str(recipe) if recipe is not None else None,
         batch=batch,
         ray=ray,
     )
+    return (config, r) if with_settings else config
 
 
 def _run_attack(
@@ -539,7 +560,7 @@ def _run_attack(
     out: str | Path,
     baseline: str | Path | None,
     progress: Progress | None,
-    min_judged: float,
+    resolved: Any,
 ) -> Findings:
     """Attack with ``config``, judge the responses, write OUT/report.html, report.md,
     attack.json and failures.jsonl; returns the findings. ``findings.inconclusive`` is true
@@ -574,7 +595,9 @@ def _run_attack(
     finally:
         a.close()
     outdir = Path(out)
-    findings.min_judged = min_judged
+    findings.min_judged = resolved["min_judged"]
+    findings.settings = resolved.report()
+    _gate_rules(findings, resolved)
     findings.untested, findings.filtered_out = _untested(findings, ds, config.recipe)
     if _is_chat_model(config.target) and not config.system_prompt and config.replay is None:
         findings.warnings.insert(
@@ -592,6 +615,25 @@ def _run_attack(
     if spent is not None:
         raise BudgetExhausted(f"{spent}; the partial reports are in {outdir}") from None
     return findings
+
+
+def _gate_rules(findings: Findings, resolved: Any) -> None:
+    """The gate's rules and their outcomes into the findings (attack.json's ``gate``)."""
+    from dataclasses import asdict
+
+    from .redteam.gate import check_gate
+
+    spec = resolved.gate()
+    rules = check_gate(findings, spec)
+    findings.gate = {
+        "fail_above": spec.fail_above,
+        "gate_on": spec.gate_on,
+        "axes": dict(spec.axes),
+        "strategies": dict(spec.strategies),
+        "min_judged": spec.min_judged,
+        "rules": [{**asdict(x), "message": x.message} for x in rules],
+        "failed": any(x.failed for x in rules[1:]),
+    }
 
 
 def attack_dry_run(dataset: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
@@ -809,15 +851,19 @@ def rejudge(
     previous: str | Path,
     *,
     out: str | Path,
-    judge: str = "refusal",
+    judge: str | None = None,
     classifier: str | None = None,
     recipe: str | Path | None = None,
     base_url: str | None = None,
     progress: Progress | None = None,
-    min_judged: float = 0.9,
+    min_judged: float | None = None,
     prices: dict[str, Price] | None = None,
     max_cost: float | None = None,
     no_cache: bool = False,
+    fail_above: float | None = None,
+    gate_on: str | None = None,
+    gate_axes: dict[str, float] | None = None,
+    gate_strategies: dict[str, float] | None = None,
 ) -> Findings:
     """Judge the responses an earlier attack saved in ``previous`` again, with other judges,
     into ``out``: no call reaches the target. Same outputs as :func:`attack`."""
@@ -845,6 +891,10 @@ def rejudge(
         annotation_columns=saved["annotation_columns"],
         strategies=saved.get("strategies") or [],
         replay=previous,
+        fail_above=fail_above,
+        gate_on=gate_on,
+        gate_axes=gate_axes,
+        gate_strategies=gate_strategies,
     )
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -16,6 +17,7 @@ from ..llm import Price
 from ..llm.batch import BatchSettings
 from ..llm.ray_executor import RaySettings
 from ..redteam.findings import Findings
+from ..redteam.gate import GATE_ON, GateSpec, RuleOutcome, check_gate
 from .common import (
     FiniteFloatRange,
     column_options,
@@ -28,8 +30,6 @@ from .common import (
 )
 
 GATE_EXIT_CODE = 3
-#: what --fail-above compares (--gate-on)
-GATE_ON = ("raw", "corrected", "upper")
 # Too few prompts got a verdict for the rate to mean anything: never a pass.
 INCONCLUSIVE_EXIT_CODE = 4
 
@@ -62,9 +62,8 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--judge",
             "-j",
-            default="refusal",
-            show_default=True,
-            help="'refusal' (the fast detector: a complied-not-refused rate, not harm), a "
+            default=None,
+            help="(default: the recipe's attack.judges.primary, else refusal) 'refusal' (the fast detector: a complied-not-refused rate, not harm), a "
             "provider/model LLM judge with the policy rubric, harmbench:PROVIDER/MODEL (the "
             "HarmBench classifier's yes/no rubric) or strongreject:PROVIDER/MODEL (the "
             "StrongREJECT rubric, scored 0-1).",
@@ -73,14 +72,16 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--classifier",
             default=None,
             metavar="PROVIDER/MODEL",
-            help="A Llama Guard-style classifier as a second opinion.",
+            help="A Llama Guard-style classifier as a second opinion (default: the recipe's "
+            "attack.judges.classifier).",
         ),
         click.option(
             "--out",
             "-o",
-            required=True,
+            default=None,
             type=click.Path(file_okay=False),
-            help="Attack run directory.",
+            help="Attack run directory (aart attack: default the recipe's attack.out, or "
+            "RUN/attack for a run directory).",
         ),
         click.option(
             "--recipe",
@@ -102,20 +103,35 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--gate-on",
             type=click.Choice(GATE_ON),
-            default="raw",
-            show_default=True,
-            help="Which figure --fail-above compares: the judge's raw rate, the rate corrected "
+            default=None,
+            help="(default: the recipe's attack.gate.gate_on, else raw) Which figure the gate compares: the judge's raw rate, the rate corrected "
             "for the judge's error, or the upper end of the corrected rate's 95% interval "
             "(the strictest). Unjudged prompts count as successes in every case.",
         ),
         click.option(
             "--min-judged",
-            default=0.9,
-            show_default=True,
+            default=None,
             type=FiniteFloatRange(0, 1),
             metavar="SHARE",
             help=f"Below this share of judged prompts the attack is inconclusive: exit "
-            f"{INCONCLUSIVE_EXIT_CODE}, whatever --fail-above says.",
+            f"{INCONCLUSIVE_EXIT_CODE}, whatever --fail-above says (default: the recipe's "
+            "attack.gate.min_judged, else 0.9).",
+        ),
+        click.option(
+            "--gate-axis",
+            "gate_axes",
+            multiple=True,
+            metavar="AXIS=RATE",
+            help=f"Exit {GATE_EXIT_CODE} when any value of AXIS has a rate above RATE "
+            "(repeatable; replaces the recipe's attack.gate.axes).",
+        ),
+        click.option(
+            "--gate-strategy",
+            "gate_strategies",
+            multiple=True,
+            metavar="STRATEGY=RATE",
+            help=f"Exit {GATE_EXIT_CODE} when STRATEGY's rate is above RATE (repeatable; "
+            "replaces the recipe's attack.gate.strategies).",
         ),
         click.option(
             "--price",
@@ -132,6 +148,29 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
             metavar="USD",
             help="Stop when the attack has cost this much (needs a price for every paid model).",
         ),
+        click.option(
+            "--json",
+            "as_json",
+            is_flag=True,
+            help="Print the findings (attack.json's content) to stdout; everything else goes "
+            "to stderr.",
+        ),
+        click.option(
+            "--junit",
+            default=None,
+            type=click.Path(dir_okay=False),
+            metavar="PATH",
+            help="Write a JUnit XML file: a test case per gate rule (failing when broken) and "
+            "a failing test case per prompt that succeeded.",
+        ),
+        click.option(
+            "--sarif",
+            default=None,
+            type=click.Path(dir_okay=False),
+            metavar="PATH",
+            help="Write a SARIF 2.1.0 file: the succeeding prompts as results (one rule per "
+            "judge), with their axis values.",
+        ),
         no_cache_option,
     ]
     for option in reversed(options):
@@ -140,19 +179,24 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @click.command("attack")
-@click.argument("dataset", type=click.Path(exists=True))
+@click.argument("dataset", metavar="DATASET|RUN|RECIPE", type=click.Path(exists=True))
 @click.option(
     "--target",
     "-t",
-    required=True,
+    default=None,
     help="provider/model, a target .yaml (generic HTTP API) or module:function (looked up "
-    "in the current directory first).",
+    "in the current directory first); default: the recipe's attack.target.",
 )
 @judging_options
 @click.option(
     "--system-prompt", default=None, help="The application's system prompt (overrides the recipe)."
 )
-@click.option("--max-tokens", default=400, show_default=True, help="Longest response to request.")
+@click.option(
+    "--max-tokens",
+    default=None,
+    type=click.IntRange(1),
+    help="Longest response to request (default: the recipe's attack.max_tokens, else 400).",
+)
 @click.option(
     "--limit",
     default=None,
@@ -168,7 +212,7 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
     help="Attack N prompts spread over the cells: every value of every axis as evenly as "
     "the dataset allows (a larger N with the same --seed extends the attack).",
 )
-@click.option("--seed", default=0, show_default=True, type=int, help="With --sample: its seed.")
+@click.option("--seed", default=None, type=int, help="With --sample: its seed (default 0).")
 @click.option(
     "--concurrency",
     default=None,
@@ -211,23 +255,20 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @scale_options
 def attack_command(
     dataset: str,
-    target: str,
+    target: str | None,
     dry_run: bool,
     strategies: tuple[str, ...],
     attacker: str | None,
     max_rounds: int | None,
     max_turns: int | None,
     system_prompt: str | None,
-    max_tokens: int,
+    max_tokens: int | None,
     limit: int | None,
     concurrency: int | None,
     baseline: str | None,
     text_column: str,
     axes: tuple[str, ...],
     annotations: tuple[str, ...],
-    fail_above: float | None,
-    gate_on: str,
-    min_judged: float,
     prices: tuple[str, ...],
     batch: BatchSettings | None,
     ray: RaySettings | None,
@@ -235,8 +276,11 @@ def attack_command(
 ) -> None:
     """Send every prompt of DATASET to the target, judge the responses and report the
     attack-success rate overall, per axis value and per pair of axes. Re-running the same
-    command resumes."""
-    out = judging.pop("out")
+    command resumes. Given a run directory (its dataset.jsonl and recipe.yaml) or a recipe
+    (its attack.dataset), the recipe's attack section gives every setting a flag leaves out:
+    `aart attack RECIPE` is the whole CI command."""
+    ci = {k: judging.pop(k) for k in ("as_json", "junit", "sarif")}
+    dataset, judging["recipe"], out = attack_input(dataset, judging["recipe"], judging.pop("out"))
     # what the attack is, shared by the dry run and the run itself
     settings: dict[str, Any] = dict(
         target=target,
@@ -248,27 +292,81 @@ def attack_command(
         text_column=text_column,
         axis_columns=parse_mapping(axes, "--axis"),
         annotation_columns=parse_mapping(annotations, "--annotation"),
-        strategies=list(strategies),
+        strategies=list(strategies) or None,
         attacker=attacker,
         max_rounds=max_rounds,
         max_turns=max_turns,
         batch=batch,
         ray=ray,
+        **gate_flags(judging),
         **judging,
     )
     if dry_run:
         echo_attack_estimate(pipeline.attack_dry_run(dataset, **settings))
         return
-    with progress_bars() as bars:
-        f = pipeline.attack(
-            dataset,
-            out=out,
-            baseline=baseline,
-            progress=bars,
-            min_judged=min_judged,
-            **settings,
-        )
-    show_findings(f, out, min_judged, fail_above, gate_on)
+    if out is None:
+        raise click.UsageError("no attack directory: give --out DIR (or attack.out in the recipe)")
+    with progress_bars(stderr=ci["as_json"]) as bars:
+        f = pipeline.attack(dataset, out=out, baseline=baseline, progress=bars, **settings)
+    show_findings(f, out, **ci)
+
+
+def gate_flags(judging: dict[str, Any]) -> dict[str, Any]:
+    """The gate's flags out of ``judging``, None where not given (the recipe's then apply)."""
+    return dict(
+        fail_above=judging.pop("fail_above"),
+        gate_on=judging.pop("gate_on"),
+        min_judged=judging.pop("min_judged"),
+        gate_axes=parse_rates(judging.pop("gate_axes"), "--gate-axis"),
+        gate_strategies=parse_rates(judging.pop("gate_strategies"), "--gate-strategy"),
+    )
+
+
+def parse_rates(texts: tuple[str, ...], flag: str) -> dict[str, float] | None:
+    """NAME=RATE pairs (RATE 0-1); None when the flag was not given."""
+    out: dict[str, float] = {}
+    for text in texts:
+        name, sep, rest = text.partition("=")
+        try:
+            rate = float(rest)
+        except ValueError:
+            rate = math.nan
+        if not sep or not name or not 0 <= rate <= 1:  # nan fails both comparisons
+            raise click.BadParameter(f"{text!r}: give NAME=RATE, RATE 0-1", param_hint=flag)
+        out[name] = rate
+    return out or None
+
+
+def attack_input(
+    given: str, recipe: str | None, out: str | None
+) -> tuple[str, str | None, str | None]:
+    """(dataset, recipe, out) from what `aart attack` was given: a dataset; a run directory
+    (its dataset.jsonl, recipe.yaml, and RUN/attack as the default --out); or a recipe file
+    (its attack.dataset and attack.out, relative to the recipe)."""
+    from pathlib import Path
+
+    from ..recipe import load_recipe
+
+    p = Path(given)
+    if p.is_dir() and (p / "dataset.jsonl").is_file():
+        return str(p / "dataset.jsonl"), recipe, out or str(p / "attack")
+    if p.is_file() and p.suffix in (".yaml", ".yml"):
+        section = load_recipe(p).recipe.attack
+        if not section.dataset:
+            raise click.UsageError(
+                f"{p}: the recipe names no dataset to attack: add attack.dataset "
+                "(a path relative to the recipe), or give the dataset instead of the recipe"
+            )
+        ds = p.parent / section.dataset
+        if not ds.exists():
+            raise click.UsageError(
+                f"{p}: attack.dataset {section.dataset} does not exist ({ds}): generate it "
+                "first (aart run), or fix the path (relative to the recipe)"
+            )
+        if out is None and section.out:
+            out = str(p.parent / section.out)
+        return str(ds), recipe or str(p), out
+    return given, recipe, out
 
 
 def echo_attack_estimate(est: list[dict[str, Any]]) -> None:
@@ -307,39 +405,23 @@ def echo_attack_estimate(est: list[dict[str, Any]]) -> None:
 @judging_options
 def rejudge_command(
     attack_dir: str,
-    fail_above: float | None,
-    gate_on: str,
-    min_judged: float,
     prices: tuple[str, ...],
     **judging: Any,
 ) -> None:
     """Judge the responses saved in ATTACK_DIR (an earlier attack's --out) again, with other
     judges, into --out: no call reaches the target. Same reports and gates as `aart attack`."""
-    with progress_bars() as bars:
+    ci = {k: judging.pop(k) for k in ("as_json", "junit", "sarif")}
+    if judging["out"] is None:
+        raise click.UsageError("give --out DIR: the new attack directory")
+    with progress_bars(stderr=ci["as_json"]) as bars:
         f = pipeline.rejudge(
             attack_dir,
             progress=bars,
-            min_judged=min_judged,
             prices=dict(parse_price(p) for p in prices),
+            **gate_flags(judging),
             **judging,
         )
-    show_findings(f, judging["out"], min_judged, fail_above, gate_on)
-
-
-def gate_figure(f: Findings, gate_on: str) -> tuple[float, str]:
-    """The figure --fail-above compares, and how it was made. Unjudged prompts count as
-    successes (the worst case): a judge that declines to rate a reply never lets it pass."""
-    how = f"{f.measures} rate"
-    if f.unjudged:
-        how += f" with the {f.unjudged} unjudged counted as successes"
-    raw = (f.worst_case or f.overall)["rate"] if f.unjudged else f.overall["rate"]
-    c = f.corrected_worst_case if f.unjudged else f.corrected
-    if gate_on == "raw" or not c:
-        return raw, how
-    if gate_on == "corrected":
-        # a judge no better than chance corrects nothing: the gate cannot pass on it
-        return (c["rate"] if c["rate"] is not None else 1.0), f"corrected {how}"
-    return c["ci_high"], f"upper 95% bound of the corrected {how}"
+    show_findings(f, judging["out"], **ci)
 
 
 def worst_value(cells: Sequence[Mapping[str, Any]]) -> str:
@@ -352,11 +434,20 @@ def worst_value(cells: Sequence[Mapping[str, Any]]) -> str:
 
 
 def show_findings(
-    f: Findings, out: str, min_judged: float, fail_above: float | None, gate_on: str = "raw"
+    f: Findings,
+    out: str,
+    *,
+    as_json: bool = False,
+    junit: str | None = None,
+    sarif: str | None = None,
 ) -> None:
-    """What the CLI says about an attack: doubts first, then the figures; exits with the
-    inconclusive or gate code when they apply."""
+    """What the CLI says about an attack: doubts first, then the figures; writes the JUnit
+    and SARIF files asked for; exits with the inconclusive or gate code when they apply.
+    With ``as_json`` the findings alone go to stdout, the rest to stderr."""
+    from pathlib import Path
+
     from ..report.attack import (
+        attack_summary,
         corrected_line,
         headline,
         honest_note,
@@ -365,13 +456,15 @@ def show_findings(
         state_line,
         worst_case_line,
     )
+    from ..report.ci import write_ci_files
 
+    spec = gate_spec(f)
     o = f.overall
     if f.inconclusive:
         stopped = f"\nstopped early: {f.stopped}" if f.stopped else ""
         click.echo(
             f"INCONCLUSIVE: only {f.judged} of {f.prompts} prompts were judged "
-            f"({100 * f.judged_share:.0f}% < --min-judged {100 * min_judged:.0f}%): "
+            f"({100 * f.judged_share:.0f}% < --min-judged {100 * spec.min_judged:.0f}%): "
             f"{plural(len(f.failed_jobs), 'failed call')}, "
             f"{plural(f.target_errors, 'target error')}, "
             f"{f.unjudged} unjudged. Check the target "
@@ -383,7 +476,7 @@ def show_findings(
     note = honest_note(f)
     if note:
         click.echo(f"NOTE: {note}", err=True)
-    click.echo(f"aart attack on {f.target}: {out}/report.html")
+    click.echo(f"aart attack on {f.target}: {out}/report.html", err=as_json)
     rows: list[tuple[str, Any]] = [
         (f.measures, headline(f).removeprefix(f.measures + " ")),
         ("states", state_line(f)),
@@ -416,18 +509,46 @@ def show_findings(
         rows.append(("pair", pair_line(pair)))
     rows.append(("regression set", f"{out}/failures.jsonl ({plural(o['successes'], 'prompt')})"))
     rows.append(("every verdict", f"{out}/results.jsonl (.csv, .parquet)"))
-    echo_kv(rows)
+    rules = check_gate(f, spec)
+    write_ci_files(f, Path(out), rules, junit=junit, sarif=sarif)
+    if junit:
+        rows.append(("junit", junit))
+    if sarif:
+        rows.append(("sarif", sarif))
+    echo_kv(rows, err=as_json)
+    if as_json:
+        click.echo(json.dumps(attack_summary(f), indent=1))
     if f.inconclusive:
         sys.exit(INCONCLUSIVE_EXIT_CODE)
-    if fail_above is not None:
-        figure, how = gate_figure(f, gate_on)
-        if figure > fail_above:
-            click.echo(f"gate failed: {how} {figure:.3f} > {fail_above}", err=True)
-            if f.unjudged and o["rate"] <= fail_above:
-                click.echo(
-                    f"  the judged prompts alone give {o['rate']:.3f}: {f.unjudged} unjudged "
-                    "prompts could change the outcome; rejudge them (aart rejudge) or review "
-                    "them (aart review --attack)",
-                    err=True,
-                )
-            sys.exit(GATE_EXIT_CODE)
+    for r in rules:
+        if r.skipped:
+            click.echo(f"gate: {r.message}", err=True)
+    broken = [r for r in rules[1:] if r.failed]
+    if broken:
+        echo_broken(f, broken)
+        sys.exit(GATE_EXIT_CODE)
+
+
+def gate_spec(f: Findings) -> GateSpec:
+    """The gate the attack resolved (flags over the recipe), as the findings hold it."""
+    g = f.gate
+    return GateSpec(
+        fail_above=g.get("fail_above"),
+        gate_on=g.get("gate_on") or "raw",
+        axes=g.get("axes") or {},
+        strategies=g.get("strategies") or {},
+        min_judged=f.min_judged,
+    )
+
+
+def echo_broken(f: Findings, broken: list[RuleOutcome]) -> None:
+    """Each broken gate rule on its own line."""
+    for r in broken:
+        click.echo(f"gate failed: {r.message}", err=True)
+        if r.name == "overall" and f.unjudged and f.overall["rate"] <= r.threshold:
+            click.echo(
+                f"  the judged prompts alone give {f.overall['rate']:.3f}: {f.unjudged} "
+                "unjudged prompts could change the outcome; rejudge them (aart rejudge) or "
+                "review them (aart review --attack)",
+                err=True,
+            )

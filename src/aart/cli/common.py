@@ -139,9 +139,12 @@ size_option = click.option(
 
 
 @contextlib.contextmanager
-def progress_bars() -> Iterator[Callable[[str, int], Callable[[], None]]]:
+def progress_bars(
+    stderr: bool = False,
+) -> Iterator[Callable[[str, int], Callable[[], None]]]:
     """Yields ``start(label, total) -> tick``. On a terminal, a bar with the time left; else
-    (CI, a log file) a line at the start and at every tenth, with the time left."""
+    (CI, a log file) a line at the start and at every tenth, with the time left. ``stderr``:
+    the bars draw there (stdout carries machine output, `--json`)."""
     tty = sys.stderr.isatty()
     with (
         Progress(
@@ -155,7 +158,7 @@ def progress_bars() -> Iterator[Callable[[str, int], Callable[[], None]]]:
             disable=not tty,
             # the bars draw with escape sequences of their own, so beneath the stream that
             # strips them from untrusted text; what is printed meanwhile still goes through it
-            console=Console(file=raw_stream(sys.stdout)),
+            console=Console(file=raw_stream(sys.stderr if stderr else sys.stdout)),
         ) as bars,
         safe_output(),
     ):
@@ -222,10 +225,10 @@ def column_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def echo_kv(pairs: list[tuple[str, Any]]) -> None:
+def echo_kv(pairs: list[tuple[str, Any]], err: bool = False) -> None:
     width = max(len(k) for k, _ in pairs)
     for k, v in pairs:
-        click.echo(f"  {k:<{width}}  {v}")
+        click.echo(f"  {k:<{width}}  {v}", err=err)
 
 
 def generation_lines(s: Any) -> list[tuple[str, Any]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import re2
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -228,13 +228,51 @@ class PriceSpec(Strict):
     )
 
 
-class AttackSection(Strict):
-    """How `aart attack` transforms the prompts (the strategies), when the CLI says nothing."""
+Rate = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 
+
+class AttackJudges(Strict):
+    """Who decides whether a reply is a success: the primary judge and a second opinion."""
+
+    primary: str | None = None
+    classifier: str | None = None
+
+
+class AttackGate(Strict):
+    """`aart attack`'s exit code 3: thresholds on the rate (0-1). ``axes``: no value of that
+    axis above its threshold; ``strategies``: that strategy not above its threshold."""
+
+    fail_above: Rate | None = None
+    gate_on: Literal["raw", "corrected", "upper"] | None = None
+    min_judged: Rate | None = None
+    axes: dict[str, Rate] = {}
+    strategies: dict[str, Rate] = {}
+
+
+class AttackSection(Strict):
+    """`aart attack`'s settings, so `aart attack RECIPE_OR_RUN` is the whole CI command; a
+    flag overrides each of them. ``strategies``..``max_turns``: how the prompts are
+    transformed; ``system_prompt`` overrides application.system_prompt; ``prices`` add to the
+    recipe's, ``budget`` replaces the recipe's for the attack."""
+
+    #: the dataset to attack (relative to the recipe file), for `aart attack RECIPE`
+    dataset: str | None = None
+    #: the attack directory (relative to the recipe file) when --out is not given
+    out: str | None = None
+    target: str | None = None
+    judges: AttackJudges = AttackJudges()
+    system_prompt: str | None = None
+    base_url: str | None = None
+    max_tokens: int | None = Field(None, ge=1)
+    sample: int | None = Field(None, ge=1)
+    seed: int | None = None
+    gate: AttackGate = AttackGate()
+    prices: dict[str, PriceSpec] = {}
+    budget: Budget | None = None
     strategies: list[str] = []
     attacker: str | None = None
-    max_rounds: int = Field(3, ge=1, le=20)
-    max_turns: int = Field(4, ge=1, le=20)
+    max_rounds: int | None = Field(None, ge=1, le=20)
+    max_turns: int | None = Field(None, ge=1, le=20)
 
     @field_validator("strategies")
     @classmethod
@@ -322,6 +360,20 @@ def cross_check(r: Recipe) -> list[tuple[Path, str, str]]:
     for section in ("sample", "filters", "weights"):
         for name in getattr(s, section):
             known(name, ("scope", section, name))
+    for name in r.attack.gate.axes:
+        if name != "strategy":
+            known(name, ("attack", "gate", "axes", name))
+    sent = {"identity", *r.attack.strategies}
+    for name in r.attack.gate.strategies:
+        if name not in sent:
+            problems.append(
+                (
+                    ("attack", "gate", "strategies", name),
+                    f"strategy {name!r} is not sent; attack.strategies: "
+                    + (", ".join(r.attack.strategies) or "none (identity only)"),
+                    "add it to attack.strategies, or remove its threshold",
+                )
+            )
     if s.sample and s.strategy != "per-value":
         problems.append(
             (

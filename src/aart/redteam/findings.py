@@ -136,6 +136,10 @@ class Findings:
     #: per judge, the sensitivity and specificity used to correct its rates (overall, and per
     #: "axis=value" where the people's labels allow), with their source
     judge_accuracy: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: every attack setting with where it came from: {value, source: flag|recipe|default}
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the gate's thresholds and each rule's outcome (``redteam.gate.check_gate``)
+    gate: dict[str, Any] = field(default_factory=dict)
 
     @property
     def judged_share(self) -> float:

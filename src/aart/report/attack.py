@@ -380,6 +380,12 @@ def attack_html(f: Findings) -> str:
                 ],
             )
         )
+    if f.gate.get("rules"):
+        parts.append("<h2>Gate</h2>" + table(["rule", "outcome"], _gate_rows(f), 2))
+    if f.settings:
+        parts.append(
+            "<h2>Settings</h2>" + table(["setting", "value", "from"], _settings_rows(f), 3)
+        )
     return page(f"aart attack: {f.target}", "".join(parts))
 
 
@@ -430,6 +436,43 @@ def _md_unattacked(f: Findings) -> list[str]:
             for axis, vals in values.items()
         ]
     return lines
+
+
+#: the longest system prompt excerpt a report shows (its length and hash identify it)
+PROMPT_EXCERPT = 200
+
+
+def _shown(key: str, value: Any) -> str:
+    if key == "system_prompt":
+        if not value:
+            return "(none sent)"
+        import hashlib
+
+        digest = hashlib.sha256(str(value).encode()).hexdigest()[:12]
+        text = str(value)
+        cut = text[:PROMPT_EXCERPT] + ("..." if len(text) > PROMPT_EXCERPT else "")
+        return f"{cut!r} ({len(text)} chars, sha256 {digest})"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "-"
+    return "-" if value is None else str(value)
+
+
+def _settings_rows(f: Findings) -> list[list[Any]]:
+    """Every attack setting, its value and where it came from (flag, recipe, default)."""
+    return [[k, _shown(k, s["value"]), s["source"]] for k, s in f.settings.items()]
+
+
+def _gate_rows(f: Findings) -> list[list[Any]]:
+    return [
+        [
+            r["name"],
+            ("FAILED: " if r["failed"] else "skipped: " if r.get("skipped") else "passed: ")
+            + r["message"],
+        ]
+        for r in f.gate.get("rules", [])
+    ]
 
 
 def attack_markdown(f: Findings) -> str:
@@ -497,13 +540,22 @@ def attack_markdown(f: Findings) -> str:
                 f"- agreement {' vs '.join(a['judges'])}: {100 * a['agreement']:.1f}% "
                 f"(kappa {a['kappa']:.2f}, n={a['n']})"
             )
+    if f.gate.get("rules"):
+        lines += ["", "## Gate", ""] + md_table(["rule", "outcome"], _gate_rows(f))
+    if f.settings:
+        lines += ["", "## Settings", ""]
+        lines += md_table(["setting", "value", "from"], _settings_rows(f))
     return "\n".join(lines) + "\n"
+
+
+def attack_summary(f: Findings) -> dict[str, Any]:
+    """What attack.json (and `aart attack --json`) holds: the findings without the records."""
+    return {k: v for k, v in f.as_dict().items() if k not in ("failures", "unjudged_records")}
 
 
 def write_attack_report(f: Findings, out: Path) -> dict[str, Path]:
     paths = {"html": out / "report.html", "md": out / "report.md", "json": out / "attack.json"}
     paths["html"].write_text(attack_html(f), encoding="utf-8")
     paths["md"].write_text(attack_markdown(f), encoding="utf-8")
-    summary = {k: v for k, v in f.as_dict().items() if k not in ("failures", "unjudged_records")}
-    paths["json"].write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    paths["json"].write_text(json.dumps(attack_summary(f), indent=1), encoding="utf-8")
     return paths
