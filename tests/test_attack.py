@@ -547,8 +547,9 @@ def test_calls_in_flight_at_a_sigkill_are_recorded_and_counted(dataset, tmp_path
     ]
     dataset.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     server = FakeOpenAIServer().start()
-    # five answers, then the next two hang: the process is killed with them in flight
-    server.push({}, {}, {}, {}, {}, {"delay": 120}, {"delay": 120})
+    # five answers, then the next two wait at the server's gate: the process is killed with
+    # them in flight
+    server.hold(after=5)
     try:
         out = tmp_path / "att"
         cmd = [
@@ -557,11 +558,10 @@ def test_calls_in_flight_at_a_sigkill_are_recorded_and_counted(dataset, tmp_path
             "--out", str(out),
         ]  # fmt: skip
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.time() + 60
-        while len(server.requests) < 7 and time.time() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: server.held >= 2, "the attack's 6th and 7th calls", proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        server.release()
         import sqlite3
 
         con = sqlite3.connect(out / "run.db")
@@ -576,4 +576,5 @@ def test_calls_in_flight_at_a_sigkill_are_recorded_and_counted(dataset, tmp_path
         assert summary["usage"]["calls"] == len(server.requests) == 14
         assert summary["usage"]["in_flight"] == 2 and summary["judged"] == 12
     finally:
+        server.release()
         server.stop()

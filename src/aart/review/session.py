@@ -456,7 +456,7 @@ def dataset_figures(labels: list[dict[str, Any]], dims: list[str]) -> dict[str, 
         },  # fmt: skip
         "dimensions": per_dim,
         # only the paper's axes that this recipe has
-        "paper": {a: PAPER_AGREEMENT[a] for d in dims if (a := paper_axis(d))},
+        "paper": {p: PAPER_AGREEMENT[p] for d in dims if (p := paper_axis(d)) is not None},
         "reviewer_agreement": reviewers,
     }
 
