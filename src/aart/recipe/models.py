@@ -45,6 +45,10 @@ class Enumerate(Strict):
     seed_values: list[str] = []
     #: a candidate longer than this many words is rejected (it is a sentence, not a value)
     max_words: int = Field(4, ge=1, le=30)
+    #: accept a value that contains another value of the dimension, or is contained in one
+    #: ("africa" beside "eastern africa"); off by default, as coverage would count the inner
+    #: value in every prompt of the outer one
+    allow_nested: bool = False
 
 
 Verification = Literal["keyword", "llm", "none"]
@@ -178,6 +182,9 @@ class Generate(Strict):
     max_words: int = Field(300, ge=1)
     near_duplicate_threshold: float = Field(0.8, gt=0, le=1)
     max_topups: int = Field(2, ge=0, le=20)
+    #: below this share of its cells filled with a faithful prompt after the first round, the
+    #: run stops before the top-ups (they would fail the same way); 0 never stops
+    min_first_round_fill: float = Field(0.2, ge=0, le=1)
     temperature: float = Field(0.7, ge=0, le=2)
     max_tokens: int = Field(1500, ge=16)
     seed: int = 0
