@@ -298,7 +298,9 @@ def test_persistent_shortfall_is_reported(tmp_path):
     )
     result = aart.run(write_recipe(tmp_path, text), out=tmp_path / "run")
     assert result.stats.prompts == 0 and result.stats.shortfall == 18
-    assert result.stats.refused_calls == 6 * 3  # every attempt and both top-up rounds
+    # every attempt of the first round; the top-ups are not worth their calls
+    assert result.stats.refused_calls == 6 and result.stats.topup_jobs == 0
+    assert "the model refuses (0 items, 6 answers)" in result.stats.stopped
 
 
 def test_resume_refuses_a_different_recipe(mini_recipe, tmp_path):

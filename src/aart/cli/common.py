@@ -19,6 +19,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from ..errors import INCOMPLETE_EXIT_CODE
 from ..llm.batch import BatchSettings
 from ..llm.ray_executor import RaySettings
 
@@ -200,6 +201,27 @@ def column_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+min_fill_option = click.option(
+    "--min-fill",
+    type=click.FloatRange(0, 1),
+    default=0.9,
+    show_default=True,
+    metavar="SHARE",
+    help=f"Exit {INCOMPLETE_EXIT_CODE} when fewer than this share of the cells get a prompt.",
+)
+
+
+def incomplete_line(s: Any, min_fill: float) -> str:
+    """The summary's first line when the dataset is incomplete (a GenerateStats), or ""."""
+    if s.fill >= min_fill:
+        return ""
+    line = (
+        f"INCOMPLETE: {s.prompts} of {s.requested} cells filled ({s.fill:.0%}, "
+        f"--min-fill {min_fill:.0%}); exit {INCOMPLETE_EXIT_CODE}"
+    )
+    return line + (f"\n  {s.stopped}" if s.stopped else "")
+
+
 def echo_kv(pairs: list[tuple[str, Any]]) -> None:
     width = max(len(k) for k, _ in pairs)
     for k, v in pairs:
@@ -217,6 +239,7 @@ def generation_lines(s: Any) -> list[tuple[str, Any]]:
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(s.rejection_reasons.items()))
     return [
         ("model", s.model),
+        *([("stopped", s.stopped)] if s.stopped else []),
         (
             "prompts",
             f"{s.prompts} of {s.requested} cells filled"

@@ -68,6 +68,8 @@ class GenerateStats:
     #: per dimension: how many valid items were checked against their cell and how many passed
     faithfulness: dict[str, dict[str, Any]] = field(default_factory=dict)
     rejection_reasons: dict[str, int] = field(default_factory=dict)
+    #: faithful items kept out for being too alike (restating the cell, a near copy), by reason
+    diversity_rejected: dict[str, int] = field(default_factory=dict)
     #: jobs whose call failed for good (job id and reason); re-running retries them
     failed_jobs: list[dict[str, str]] = field(default_factory=list)
     #: the model that generated this invocation's prompts
@@ -76,6 +78,10 @@ class GenerateStats:
     spent_now: dict[str, Any] = field(default_factory=dict)
     #: batches this invocation submitted (--batch)
     batches: int = 0
+    #: share of the cells filled after the first round (None: no first round ran now)
+    first_round_fill: float | None = None
+    #: why the run stopped before the top-ups ("" when it did not)
+    stopped: str = ""
 
     @property
     def valid_rate(self) -> float:
@@ -90,11 +96,17 @@ class GenerateStats:
     def shortfall(self) -> int:
         return max(0, self.requested - self.prompts)
 
+    @property
+    def fill(self) -> float:
+        """Share of the blueprint's cells with a prompt in the dataset."""
+        return self.prompts / self.requested if self.requested else 1.0
+
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["valid_rate"] = round(self.valid_rate, 4)
         d["rejection_rate"] = round(self.rejection_rate, 4)
         d["shortfall"] = self.shortfall
+        d["fill"] = round(self.fill, 4)
         return d
 
 
@@ -472,12 +484,19 @@ class Generator:
         # still missing: the same job when its cells are (it is queued again), else new ones.
         failed = [jid for jid, _, _ in self.run.db.failed_jobs(STAGE)]
         self.run.db.set_job_status(failed, "superseded")
-        self._add_round(0, self._needs(self.dataset()[0]), {})
+        first = self._add_round(0, self._needs(self.dataset()[0]), {})
+        stopped = ""
+        first_fill: float | None = None
         for round_ in range(self.recipe.generate.max_topups + 1):
             await run_jobs(self.run.db, STAGE, self._work, self.model.concurrency, self.batch)
             if round_ == self.recipe.generate.max_topups:
                 break
-            kept, _, _, avoid = self.dataset()
+            kept, _, now, avoid = self.dataset()
+            if round_ == 0 and first:
+                first_fill = now.fill
+                stopped = hopeless(now, self.recipe.generate.min_first_round_fill)
+                if stopped:
+                    break
             # Refusals, invalid and unfaithful items and duplicates are made up by top-up
             # attempts for their cells, so the dataset does not shrink silently.
             if not self._add_round(round_ + 1, self._needs(kept), avoid):
@@ -486,6 +505,9 @@ class Generator:
             kept, duplicates, stats, _ = self.dataset()
             self.write_outputs(kept, duplicates, stats)
         stats.batches = self.batch.submitted if self.batch is not None else 0
+        stats.first_round_fill, stats.stopped = first_fill, stopped
+        if stopped:  # written again, so generate.json says why the dataset is short
+            (self.run.root / "generate.json").write_text(json.dumps(stats.as_dict(), indent=2))
         return stats
 
     def write_outputs(
@@ -499,6 +521,43 @@ class Generator:
         write_csv([aart_row(self.recipe, r) for r in kept], root / "dataset.aart.csv", AART_COLUMNS)
         write_jsonl(duplicates, root / "duplicates.jsonl")
         (root / "generate.json").write_text(json.dumps(stats.as_dict(), indent=2))
+
+
+def hopeless(stats: GenerateStats, threshold: float) -> str:
+    """Why top-ups are not worth their calls, or "": after the first round fewer than
+    ``threshold`` of the cells have a faithful prompt, so more rounds of the same model, prompt
+    and checks would most likely fail the same way (a server whose model ignores the cells
+    spent 950,233 tokens on four rounds for 0 of 700 cells)."""
+    if threshold <= 0 or stats.fill >= threshold:
+        return ""
+    causes = []
+    if stats.invalid_calls or stats.missing_items or stats.invalid_items > stats.valid_items:
+        causes.append(
+            f"answers not usable ({stats.invalid_calls} without JSON, {stats.missing_items} "
+            f"queries left out, {stats.invalid_items} invalid items)"
+        )
+    if stats.refused_items or stats.refused_calls:
+        causes.append(
+            f"the model refuses ({stats.refused_items} items, {stats.refused_calls} answers)"
+        )
+    if stats.rejection_reasons:
+        top = sorted(stats.rejection_reasons.items(), key=lambda kv: -kv[1])[:3]
+        causes.append(
+            "prompts not faithful to their cells (" + ", ".join(f"{k} {v}" for k, v in top) + ")"
+        )
+    if stats.diversity_rejected:
+        top = sorted(stats.diversity_rejected.items(), key=lambda kv: -kv[1])[:3]
+        causes.append("prompts too alike (" + ", ".join(f"{k} {v}" for k, v in top) + ")")
+    return (
+        f"stopped before the top-ups: the first round filled {stats.prompts} of "
+        f"{stats.requested} cells ({stats.fill:.0%}, below generate.min_first_round_fill "
+        f"{threshold:.0%}), and more rounds would most likely fail the same way. Likely "
+        f"cause: {'; '.join(causes) or 'the model does not follow the cells'}. Fixes: a "
+        "stronger model (--model openai/..., 7B or more), `verify: llm` on dimensions whose "
+        "evidence is implicit (a city for its region), a generate.cell_template that phrases "
+        "each cell as the request it should become, or generate.min_first_round_fill: 0 to "
+        "top up anyway"
+    )
 
 
 def flatten_record(r: dict[str, Any]) -> dict[str, Any]:
