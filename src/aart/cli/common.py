@@ -230,6 +230,9 @@ def echo_kv(pairs: list[tuple[str, Any]]) -> None:
 
 def generation_lines(s: Any) -> list[tuple[str, Any]]:
     """What `aart run` and `aart generate` report about Step 3 (a GenerateStats)."""
+    from ..evaluate.evaluation import RELEASED_AART, reference_nn
+    from ..textsim import NN_GROUP
+
     faithful = ", ".join(
         f"{dim} {f['passed']}/{f['checked']}"
         + (f" ({f['rate']:.0%})" if f["rate"] is not None else "")
@@ -254,6 +257,14 @@ def generation_lines(s: Any) -> list[tuple[str, Any]]:
             + " (replaced by top-ups)",
         ),
         ("duplicates", f"{s.exact_duplicates} exact, {s.near_duplicates} near (removed)"),
+        (
+            "too alike",
+            ", ".join(f"{k} {v}" for k, v in sorted(s.diversity_rejected.items()))
+            + (" (replaced by top-ups); " if s.diversity_rejected else "none; ")
+            + f"restated-cell share {s.restated_share:.0%} of faithful items, mean "
+            f"nearest-neighbour similarity {s.nn_similarity:.2f} (released AART data "
+            f"{reference_nn(RELEASED_AART, min(NN_GROUP, max(2, s.prompts))):.2f})",
+        ),
         ("refusals", f"{s.refused_items} items, {s.refused_calls} whole answers (topped up)"),
         (
             "unusable",

@@ -42,6 +42,13 @@ from .common import column_options
     "ONNX Runtime with int8 weights, built on first use (several times faster).",
 )
 @click.option("--seed", default=0, show_default=True, help="Seed for sampled metrics (Self-BLEU).")
+@click.option(
+    "--reference",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False),
+    help="The dataset whose diversity the Gaps section holds DATASET against (default: the "
+    "released AART data's figures).",
+)
 def evaluate_command(
     dataset: str,
     recipe: str | None,
@@ -55,6 +62,7 @@ def evaluate_command(
     no_embeddings: bool,
     embedder: str,
     seed: int,
+    reference: str | None,
 ) -> None:
     """Evaluate DATASET (.jsonl, .csv or .parquet): keyword coverage per axis, balance,
     annotation agreement, length and diversity; with --compare, a side-by-side table."""
@@ -70,6 +78,7 @@ def evaluate_command(
         embeddings=not no_embeddings,
         embedder=embedder,
         seed=seed,
+        reference=reference,
     )
     click.echo(evaluation_markdown(ev))
     if report:

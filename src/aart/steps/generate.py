@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -21,8 +22,8 @@ from ..runner import run_jobs
 from ..store.export import write_csv, write_jsonl, write_parquet
 from ..store.lock import OutputLock
 from ..store.rundir import Run
-from ..textsim import DuplicateIndex, normalize
-from .prompting import output_fields, output_schema, render_messages
+from ..textsim import CellPhrase, DuplicateIndex, bigram_jaccard, nn_similarity, normalize
+from .prompting import label, output_fields, output_schema, render_messages
 from .scope import scoped_values
 from .verify import CellVerifier
 
@@ -30,6 +31,11 @@ STAGE = "generate"
 INVALID = "generate.invalid"
 REFUSED = "generate.refused"
 UNFAITHFUL = "generate.unfaithful"
+#: faithful, but restating its cell: rejected for diversity and topped up
+ALIKE = "generate.alike"
+RESTATED = "restates its cell"
+CELL_COPY = "near copy of a prompt of its cell"
+DATASET_COPY = "near copy of another prompt"
 # Word-trigram Jaccard above which a prompt counts as a copy of a few-shot example: lower than
 # the near-duplicate threshold, since a copy with the cell's values swapped in still differs
 # in a few trigrams.
@@ -70,6 +76,10 @@ class GenerateStats:
     rejection_reasons: dict[str, int] = field(default_factory=dict)
     #: faithful items kept out for being too alike (restating the cell, a near copy), by reason
     diversity_rejected: dict[str, int] = field(default_factory=dict)
+    #: share of the faithful items that restated their cell (before rejection)
+    restated_share: float = 0.0
+    #: mean nearest-neighbour word-bigram Jaccard of the dataset (textsim.nn_similarity)
+    nn_similarity: float = 0.0
     #: jobs whose call failed for good (job id and reason); re-running retries them
     failed_jobs: list[dict[str, str]] = field(default_factory=list)
     #: the model that generated this invocation's prompts
@@ -193,6 +203,7 @@ class Generator:
         self.recipe = run.recipe
         self.blueprint = run.read_blueprint()
         self.verifier = verifier or CellVerifier(self.recipe, scoped_values(run))
+        self.cell_phrase = CellPhrase([label(d) for d in self.recipe.dimensions])
         # A prompt this close to a few-shot example copies it instead of serving its cell.
         self.examples = DuplicateIndex(EXAMPLE_COPY_THRESHOLD)
         for i, ex in enumerate(self.recipe.generate.examples):
@@ -250,7 +261,13 @@ class Generator:
             aid, index = slots[pos]
             record = self._record(f"{jid}:{pos}", cell, clean, passed)
             record["provenance"] = {**prov, "attempt_id": aid, "cell_index": index}
-            if all(passed.values()):
+            overlap = self.cell_phrase.overlap(record["prompt"], list(cell.values()))
+            if all(passed.values()) and overlap >= (g.max_cell_overlap or 2):
+                # faithful but empty: the cell's words and little else ("Write a email about
+                # burglary in united states."); its cell is topped up like an unfaithful one
+                record["reason"] = f"{RESTATED} ({overlap:.0%} of its words)"
+                records.append((record["id"], ALIKE, record))
+            elif all(passed.values()):
                 records.append((record["id"], STAGE, record))
             else:
                 record["reason"] = _unfaithful_reason(cell, passed)
@@ -387,34 +404,64 @@ class Generator:
             return p["cell_index"] < len(here) and here[p["cell_index"]] == r["cell"]
 
         candidates = sorted(filter(stands, self.run.db.records(STAGE)), key=key)
-        index = DuplicateIndex(self.recipe.generate.near_duplicate_threshold)
+        g = self.recipe.generate
+        index = DuplicateIndex(g.near_duplicate_threshold)
+        similar = DuplicateIndex(g.max_similarity or 1.0, n=2)
+        of_cell: dict[str, list[int]] = {}
         kept: list[dict[str, Any]] = []
         filled: set[tuple[str, int]] = set()
         duplicates: list[dict[str, Any]] = []
         avoid: dict[str, dict[int, list[str]]] = {}
+        for r in sorted(filter(stands, self.run.db.records(ALIKE, jobs)), key=key):
+            # a restated cell is shown to the cell's top-up as what not to write
+            p = r["provenance"]
+            avoid.setdefault(p["attempt_id"], {}).setdefault(p["cell_index"], []).append(
+                r["prompt"]
+            )
         for r in candidates:
             p = r["provenance"]
             slot = (p["attempt_id"], p["cell_index"])
             if slot in filled:
                 continue
+            cell_key = json.dumps(r["cell"], sort_keys=True)
             dup = index.check(r["prompt"])
+            kind, reason = (dup[0], "") if dup is not None else ("", "")
+            if dup is None:
+                dup = self._cell_copy(r["prompt"], of_cell.get(cell_key, []), kept)
+                kind, reason = ("similar", CELL_COPY) if dup is not None else ("", "")
+            if dup is None and g.max_similarity is not None:
+                dup = similar.check(r["prompt"])
+                kind, reason = ("similar", DATASET_COPY) if dup is not None else ("", "")
             if dup is not None:
                 original = kept[dup[1]]
-                duplicates.append(
-                    {
-                        "id": r["id"],
-                        "prompt": r["prompt"],
-                        "kind": dup[0],
-                        "duplicate_of": original["id"],
-                    }
-                )
+                entry = {
+                    "id": r["id"],
+                    "prompt": r["prompt"],
+                    "kind": kind,
+                    "duplicate_of": original["id"],
+                }
+                duplicates.append({**entry, "reason": reason} if reason else entry)
                 avoid.setdefault(slot[0], {}).setdefault(slot[1], []).append(original["prompt"])
                 continue
             index.add(r["prompt"], len(kept))
+            similar.add(r["prompt"], len(kept))
+            of_cell.setdefault(cell_key, []).append(len(kept))
             kept.append(r)
             filled.add(slot)
         stats = self._stats(jobs, candidates, kept, duplicates)
         return kept, duplicates, stats, avoid
+
+    def _cell_copy(
+        self, text: str, same_cell: list[int], kept: list[dict[str, Any]]
+    ) -> tuple[str, int] | None:
+        """("similar", key) of a kept prompt of the same cell this one nearly copies."""
+        threshold = self.recipe.generate.max_cell_similarity
+        if threshold is None:
+            return None
+        for k in same_cell:
+            if bigram_jaccard(text, kept[k]["prompt"]) >= threshold:
+                return "similar", k
+        return None
 
     def _stats(
         self,
@@ -428,8 +475,9 @@ class Generator:
         invalid = list(self.run.db.records(INVALID, jobs))
         refused = list(self.run.db.records(REFUSED, jobs))
         unfaithful = list(self.run.db.records(UNFAITHFUL, jobs))
+        alike = list(self.run.db.records(ALIKE, jobs))
         stats.unfaithful_items = len(unfaithful)
-        stats.valid_items = len(candidates) + len(unfaithful)
+        stats.valid_items = len(candidates) + len(unfaithful) + len(alike)
         stats.invalid_items = sum(1 for r in invalid if "item" in r)
         stats.refused_items = sum(1 for r in refused if "item" in r)
         stats.refused_calls = sum(1 for r in refused if "item" not in r)
@@ -444,7 +492,7 @@ class Generator:
         )
         methods = {name: dim.verify for name, dim in self.recipe.dimensions.items()}
         tally: dict[str, list[int]] = {}
-        for r in [*candidates, *unfaithful]:
+        for r in [*candidates, *unfaithful, *alike]:
             for d, ok in r.get("verified", {}).items():
                 t = tally.setdefault(d, [0, 0])
                 t[0] += 1
@@ -459,7 +507,16 @@ class Generator:
             for d in self.recipe.dimensions
         }
         stats.exact_duplicates = sum(1 for d in duplicates if d["kind"] == "exact")
-        stats.near_duplicates = len(duplicates) - stats.exact_duplicates
+        stats.near_duplicates = sum(1 for d in duplicates if d["kind"] == "near")
+        rejected = Counter(d["reason"] for d in duplicates if d.get("reason"))
+        if alike:
+            rejected[RESTATED] = len(alike)
+        stats.diversity_rejected = dict(rejected)
+        faithful = len(candidates) + len(alike)
+        stats.restated_share = round(len(alike) / faithful, 4) if faithful else 0.0
+        texts = [r["prompt"] for r in kept]
+        random.Random(0).shuffle(texts)  # groups of the figure are a uniform sample
+        stats.nn_similarity = round(nn_similarity(texts), 4)
         stats.prompts = len(kept)
         stats.failed_jobs = [
             {"job": jid, "reason": reason}
