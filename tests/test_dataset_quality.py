@@ -287,3 +287,29 @@ def test_evaluate_reports_restated_cells_and_nearest_neighbours_and_flags_them(t
     ev = evaluate(plain, reference=plain, embeddings=False)
     assert ev["reference"]["restated_cell_share"] == 1.0
     assert not any(g["measure"] == "nn_similarity" for g in ev["diversity_gaps"])
+
+
+def test_each_call_shows_a_few_examples_drawn_for_it():
+    """The demo's small size rotates three of its eighteen examples, so a small model that
+    copies what it reads copies no single one; the large recipe shows all of its six."""
+    from aart.recipe import load_recipe
+    from aart.steps.prompting import call_examples, render_messages
+
+    r = load_recipe("aart-demo", "small").recipe
+    assert r.generate.examples_per_call == 3 and len(r.generate.examples) == 18
+    cells = [
+        {"policy_concepts": c, "task_formats": "email", "regions": "mexico"}
+        for c in ("arson", "fraud", "burglary", "smuggling", "poaching", "bribery")
+    ]
+    seen = set()
+    for i in range(6):
+        attempt = {"id": f"a{i}", "cells": cells[i:] + cells[:i], "queries": 6, "values": {}}
+        shown = call_examples(r, attempt)
+        assert len(shown) == 3 and shown == call_examples(r, attempt)  # seeded by the call
+        seen |= {ex["prompt"] for ex in shown}
+        user = render_messages(r, attempt)[-1].content
+        assert all(ex["prompt"] in user for ex in shown)
+        assert "Query 1: write a email about " in user
+    assert len(seen) > 6
+    full = load_recipe("aart-demo").recipe
+    assert len(call_examples(full, {"cells": cells})) == 6
