@@ -12,7 +12,7 @@ import aart
 from aart.errors import RecipeError
 from aart.evaluate import evaluate
 from aart.llm import register_script
-from aart.llm.providers.fake import cell_contexts
+from aart.llm.providers.fake import WORDS, cell_contexts
 from aart.recipe import load_recipe
 from aart.steps.define import REPHRASED_SYSTEM, near_duplicate
 from aart.steps.generate import job_seed
@@ -41,7 +41,7 @@ def faithful_answer(msgs, schema):
             {
                 "topic": "t",
                 "format": fmts[0],
-                "prompt": f"please write {c} number {random.random()}",
+                "prompt": f"please write {c}, {' '.join(random.sample(WORDS, 6))}",
             }
             for c in cells
         ]

@@ -88,6 +88,30 @@ def test_coverage_counts_on_a_small_case():
     assert c["evenness"] == pytest.approx(evenness([3, 1, 0], 3))
 
 
+def test_coverage_counts_the_longest_match_only():
+    """ "africa" is not mentioned by every "eastern africa" prompt, only where it stands alone;
+    a value of another axis inside a longer one still counts."""
+    values = {
+        "regions": [Value(value="africa"), Value(value="eastern africa"), Value(value="asia")],
+        "formats": [Value(value="email"), Value(value="phishing email")],
+        "concepts": [Value(value="phishing")],
+    }
+    texts = [
+        "a story set in eastern africa",
+        "Eastern Africa and the rest of Africa",
+        "africa",
+        "an email from eastern africas",  # an inflection of the longer value
+        "a phishing email about asia",
+    ]
+    c = coverage(texts, values)
+    assert c["regions"]["counts"] == {"eastern africa": 3, "africa": 2, "asia": 1}
+    assert c["formats"]["counts"] == {"email": 1, "phishing email": 1}
+    assert c["concepts"]["counts"] == {"phishing": 1}
+    m = KeywordMatcher(values)
+    assert m.match("eastern africa") == {(0, 1)}
+    assert m.match("phishing emails") == {(1, 1), (2, 0)}
+
+
 def test_distribution():
     d = distribution(["a", "a", "b", None, "c"])
     assert d["records"] == 4 and d["distinct"] == 3 and d["singletons"] == ["b", "c"]

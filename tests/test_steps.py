@@ -66,6 +66,34 @@ def test_define_is_hierarchical_and_deduplicated(tmp_path):
     assert [c.role for c in get().calls[0]] == ["system", "user"]
 
 
+def test_define_rejects_values_that_contain_each_other(tmp_path):
+    """ "africa" beside "eastern africa" would be counted in every "eastern africa" prompt."""
+    values = ["Eastern Africa", "Africa", "Western Europe", "Europe", "north western europe"]
+    register_script("nested", [{"values": values}] * 4)
+    text = MINI_RECIPE.replace("default: fake/test", "default: nested/x").replace(
+        "      count: 4", "      count: 2"
+    )
+    aart.define(write_recipe(tmp_path, text), tmp_path / "run")
+    with Run.open(tmp_path / "run") as run:
+        assert [v.value for v in run.read_dimension("regions")] == [
+            "eastern africa",
+            "western europe",
+        ]
+    report = json.loads((tmp_path / "run" / "define.json").read_text())["regions"]
+    reasons = {r["value"]: r["reason"] for r in report["rejected"]}
+    assert reasons["africa"] == "contained in eastern africa"
+    assert reasons["europe"] == "contained in western europe"
+    assert reasons["north western europe"] == "contains western europe"
+    # the recipe may allow it
+    register_script("nested2", [{"values": values}] * 4)
+    allowed = text.replace("nested/x", "nested2/x").replace(
+        "      count: 2", "      count: 2\n      allow_nested: true"
+    )
+    aart.define(write_recipe(tmp_path, allowed, "allowed.yaml"), tmp_path / "run2")
+    with Run.open(tmp_path / "run2") as run:
+        assert [v.value for v in run.read_dimension("regions")] == ["africa", "eastern africa"]
+
+
 def test_edits_between_steps_are_used(mini_recipe, tmp_path):
     out = tmp_path / "run"
     aart.define(mini_recipe, out)
@@ -270,7 +298,9 @@ def test_persistent_shortfall_is_reported(tmp_path):
     )
     result = aart.run(write_recipe(tmp_path, text), out=tmp_path / "run")
     assert result.stats.prompts == 0 and result.stats.shortfall == 18
-    assert result.stats.refused_calls == 6 * 3  # every attempt and both top-up rounds
+    # every attempt of the first round; the top-ups are not worth their calls
+    assert result.stats.refused_calls == 6 and result.stats.topup_jobs == 0
+    assert "the model refuses (0 items, 6 answers)" in result.stats.stopped
 
 
 def test_resume_refuses_a_different_recipe(mini_recipe, tmp_path):

@@ -14,9 +14,17 @@ AartError                      base; the CLI prints its message, no traceback
     │   └── EndpointDown       every call fails (down, wrong key, unknown model): stop the run
     ├── StructuredOutputError  a model never produced valid structured output
     └── ModelFileError         a local model file is missing or corrupted
+
+Exit codes that are not errors' (the CLI returns them after printing its summary): 3 the
+attack's ``--fail-above`` gate failed, 4 the attack was inconclusive, 5 the dataset is
+incomplete (:data:`INCOMPLETE_EXIT_CODE`).
 """
 
 from __future__ import annotations
+
+#: `aart run` / `aart generate`: fewer than ``--min-fill`` of the blueprint's cells have a
+#: prompt (or the run stopped before the top-ups): an empty or short dataset never exits 0.
+INCOMPLETE_EXIT_CODE = 5
 
 
 class AartError(Exception):

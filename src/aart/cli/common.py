@@ -22,6 +22,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from ..errors import INCOMPLETE_EXIT_CODE
 from ..llm.batch import BatchSettings
 from ..llm.ray_executor import RaySettings
 from ..textsafe import raw_stream, safe_output
@@ -225,6 +226,27 @@ def column_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+min_fill_option = click.option(
+    "--min-fill",
+    type=click.FloatRange(0, 1),
+    default=0.9,
+    show_default=True,
+    metavar="SHARE",
+    help=f"Exit {INCOMPLETE_EXIT_CODE} when fewer than this share of the cells get a prompt.",
+)
+
+
+def incomplete_line(s: Any, min_fill: float) -> str:
+    """The summary's first line when the dataset is incomplete (a GenerateStats), or ""."""
+    if s.fill >= min_fill:
+        return ""
+    line = (
+        f"INCOMPLETE: {s.prompts} of {s.requested} cells filled ({s.fill:.0%}, "
+        f"--min-fill {min_fill:.0%}); exit {INCOMPLETE_EXIT_CODE}"
+    )
+    return line + (f"\n  {s.stopped}" if s.stopped else "")
+
+
 def echo_kv(pairs: list[tuple[str, Any]], err: bool = False) -> None:
     width = max(len(k) for k, _ in pairs)
     for k, v in pairs:
@@ -233,6 +255,9 @@ def echo_kv(pairs: list[tuple[str, Any]], err: bool = False) -> None:
 
 def generation_lines(s: Any) -> list[tuple[str, Any]]:
     """What `aart run` and `aart generate` report about Step 3 (a GenerateStats)."""
+    from ..evaluate.evaluation import RELEASED_AART, reference_nn
+    from ..textsim import NN_GROUP
+
     faithful = ", ".join(
         f"{dim} {f['passed']}/{f['checked']}"
         + (f" ({f['rate']:.0%})" if f["rate"] is not None else "")
@@ -242,6 +267,7 @@ def generation_lines(s: Any) -> list[tuple[str, Any]]:
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(s.rejection_reasons.items()))
     return [
         ("model", s.model),
+        *([("stopped", s.stopped)] if s.stopped else []),
         (
             "prompts",
             f"{s.prompts} of {s.requested} cells filled"
@@ -256,6 +282,14 @@ def generation_lines(s: Any) -> list[tuple[str, Any]]:
             + " (replaced by top-ups)",
         ),
         ("duplicates", f"{s.exact_duplicates} exact, {s.near_duplicates} near (removed)"),
+        (
+            "too alike",
+            ", ".join(f"{k} {v}" for k, v in sorted(s.diversity_rejected.items()))
+            + (" (replaced by top-ups); " if s.diversity_rejected else "none; ")
+            + f"restated-cell share {s.restated_share:.0%} of faithful items, mean "
+            f"nearest-neighbour similarity {s.nn_similarity:.2f} (released AART data "
+            f"{reference_nn(RELEASED_AART, min(NN_GROUP, max(2, s.prompts))):.2f})",
+        ),
         ("refusals", f"{s.refused_items} items, {s.refused_calls} whole answers (topped up)"),
         (
             "unusable",

@@ -51,6 +51,13 @@ from .common import column_options
     help="Label topics by embedding similarity (the embeddings extra), keywords, or auto: "
     "embeddings up to 20,000 sampled prompts, keywords beyond.",
 )
+@click.option(
+    "--reference",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False),
+    help="The dataset whose diversity the Gaps section holds DATASET against (default: the "
+    "released AART data's figures).",
+)
 def evaluate_command(
     dataset: str,
     recipe: str | None,
@@ -66,6 +73,7 @@ def evaluate_command(
     seed: int,
     no_topics: bool,
     topics_by: str,
+    reference: str | None,
 ) -> None:
     """Evaluate DATASET (.jsonl, .csv or .parquet): keyword coverage per axis, balance,
     annotation agreement, length and diversity; with --compare, a side-by-side table."""
@@ -82,6 +90,7 @@ def evaluate_command(
         embedder=embedder,
         seed=seed,
         topics="off" if no_topics else topics_by,
+        reference=reference,
     )
     click.echo(evaluation_markdown(ev))
     if report:

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from .. import pipeline
-from ..errors import BudgetError
+from ..errors import INCOMPLETE_EXIT_CODE, BudgetError
 from ..llm.batch import BatchSettings
 from ..llm.ray_executor import RaySettings
 from ..steps.scope import Plan
@@ -18,6 +18,8 @@ from .common import (
     echo_kv,
     echo_samples,
     generation_lines,
+    incomplete_line,
+    min_fill_option,
     mix_models_option,
     model_option,
     no_cache_option,
@@ -83,6 +85,7 @@ def dry_run_text(e: dict[str, Any]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="With --dry-run: the estimate as JSON.")
 @base_url_option
 @mix_models_option
+@min_fill_option
 @scale_options
 def run_command(
     recipe: str,
@@ -94,6 +97,7 @@ def run_command(
     as_json: bool,
     base_url: str | None,
     mix_models: bool,
+    min_fill: float,
     batch: BatchSettings | None,
     ray: RaySettings | None,
 ) -> None:
@@ -131,6 +135,9 @@ def run_command(
             ray=ray,
         )
     s, u = result.stats, result.usage
+    incomplete = incomplete_line(s, min_fill)
+    if incomplete:  # first, so neither a reader nor a CI log can miss it
+        click.echo(f"\n{incomplete}")
     click.echo(f"\naart run finished in {result.seconds:.1f}s: {result.root}")
     for name, d in result.define_report.items():
         if d["short"]:
@@ -156,3 +163,5 @@ def run_command(
     for name, path in result.outputs.items():
         click.echo(f"  {name:<18} {path}")
     echo_samples(result.root / "dataset.jsonl")
+    if incomplete:
+        sys.exit(INCOMPLETE_EXIT_CODE)

@@ -3,11 +3,13 @@ edit the artifacts in between."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from .. import pipeline
+from ..errors import INCOMPLETE_EXIT_CODE
 from ..llm.batch import BatchSettings
 from ..llm.ray_executor import RaySettings
 from .common import (
@@ -15,6 +17,8 @@ from .common import (
     echo_kv,
     echo_samples,
     generation_lines,
+    incomplete_line,
+    min_fill_option,
     mix_models_option,
     model_option,
     no_cache_option,
@@ -71,6 +75,7 @@ def scope_command(run_dir: str, model: str | None, force: bool) -> None:
 @no_cache_option
 @base_url_option
 @mix_models_option
+@min_fill_option
 @scale_options
 def generate_command(
     run_dir: str,
@@ -78,6 +83,7 @@ def generate_command(
     no_cache: bool,
     base_url: str | None,
     mix_models: bool,
+    min_fill: float,
     batch: BatchSettings | None,
     ray: RaySettings | None,
 ) -> None:
@@ -94,6 +100,11 @@ def generate_command(
             batch=batch,
             ray=ray,
         )
+    incomplete = incomplete_line(s, min_fill)
+    if incomplete:  # first, so neither a reader nor a CI log can miss it
+        click.echo(incomplete)
     click.echo(f"dataset: {run_dir}/dataset.jsonl")
     echo_kv([*generation_lines(s), ("spent now", usage_line(s.spent_now))])
     echo_samples(Path(run_dir) / "dataset.jsonl")
+    if incomplete:
+        sys.exit(INCOMPLETE_EXIT_CODE)

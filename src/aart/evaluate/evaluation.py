@@ -8,10 +8,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import numpy as np
 import yaml
 
 from ..errors import UsageError
 from ..recipe import Value, load_recipe
+from ..textsim import NN_GROUP, RESTATED_CELL, CellPhrase, nn_similarity
 from .coverage import AgreementCounts, coverage_from_counts, distribution_from_counts
 from .data import Dataset, iter_dataset
 from .diversity import DiversityMeasures
@@ -26,6 +28,53 @@ from .topics import (
     label_topics,
     topics_note,
 )
+
+#: The released AART data (aart-v1-20231117.csv, 3,269 prompts) measured as `aart evaluate`
+#: measures a dataset (`aart evaluate --reference aart-v1-20231117.csv` recomputes it): the figures the
+#: Gaps section holds a dataset's diversity against when no --reference is given. Nearest-
+#: neighbour similarity grows with the number of prompts compared, so it is given per group size.
+RELEASED_AART = {
+    "name": "the released AART data",
+    "self_bleu": 0.475,
+    "restated_cell_share": 0.004,
+    "nn_similarity": {10: 0.118, 20: 0.144, 35: 0.164, 50: 0.178},
+}
+#: a restated-cell share above this is a gap whatever the reference (issue 24's bar)
+MAX_RESTATED = 0.10
+#: a mean nearest-neighbour similarity this many times the reference's is a gap
+NN_FACTOR = 1.5
+#: a Self-BLEU this much above the reference's is a gap
+SELF_BLEU_MARGIN = 0.15
+#: records whose prompt is compared with its cell phrase (a uniform sample beyond this)
+CELL_SAMPLE = 20_000
+
+
+class CellSample:
+    """A uniform sample of (prompt, its cell's values) over the chunks of a dataset: Algorithm
+    R with the acceptance draws made per chunk in numpy, so a long file costs no Python loop
+    per record."""
+
+    def __init__(self, size: int = CELL_SAMPLE, seed: int = 0) -> None:
+        self.size, self.seen = size, 0
+        self.items: list[tuple[str, list[str]]] = []
+        self.rng = np.random.default_rng(seed)
+
+    def add(self, ds: Dataset) -> None:
+        t = self.seen + np.arange(len(ds))
+        take = (t < self.size) | (self.rng.random(len(ds)) < self.size / (t + 1))
+        for i in np.flatnonzero(take).tolist():
+            item = (ds.texts[i], list(ds.cell_of(i).values()))
+            if self.seen + i < self.size:
+                self.items.append(item)
+            else:
+                self.items[int(self.rng.integers(self.size))] = item
+        self.seen += len(ds)
+
+    def restated_share(self, labels: Sequence[str]) -> tuple[float | None, int]:
+        """(share of the sampled records with a cell whose prompt restates it, records)."""
+        phrase = CellPhrase(labels)
+        checked = [phrase.overlap(t, v) >= RESTATED_CELL for t, v in self.items if v]
+        return (sum(checked) / len(checked) if checked else None), len(checked)
 
 
 def values_from_dimensions_dir(path: Path) -> dict[str, list[Value]]:
@@ -100,6 +149,9 @@ class DatasetMeasures:
         self.words: Counter[int] = Counter()
         self.chars: Counter[int] = Counter()
         self.diversity = DiversityMeasures(seed=seed)
+        self.cells = CellSample(seed=seed)
+        self.labels: list[str] = list(self.matcher.axes)
+        self.seed = seed
         self.tokens_per_prompt: float | None = None
         self.notes: list[str] = []
 
@@ -118,12 +170,20 @@ class DatasetMeasures:
         if ds.annotations or ds.cells:
             self.labelled = True
             self.agreement.add(ds, column)
+        if ds.annotations or ds.cells or ds.axes:
+            self.cells.add(ds)
+            self.labels += [a for a in [*ds.cells, *ds.annotations] if a not in self.labels]
         self.words.update(len(t.split()) for t in ds.texts)
         self.chars.update(len(t) for t in ds.texts)
         self.diversity.add(ds.texts, column)
 
     def result(self, embedder: Embedder | Int8Embedder | None = None) -> dict[str, Any]:
         diversity, notes = self.diversity.result(embedder)
+        texts = list(self.diversity.sample.items)
+        np.random.default_rng(self.seed).shuffle(texts)  # the groups are uniform samples
+        diversity["nn_similarity"] = nn_similarity(texts)
+        diversity["nn_group"] = min(NN_GROUP, len(texts))
+        restated, checked = self.cells.restated_share(self.labels)
         result: dict[str, Any] = {
             "name": self.name,
             "prompts": self.n,
@@ -140,6 +200,9 @@ class DatasetMeasures:
             },
             "diversity": diversity,
             "vocabulary": self.diversity.vocabulary,
+            # prompts that are their cell phrase and little else (textsim.CellPhrase)
+            "restated_cell_share": restated,
+            "restated_checked": checked,
         }
         result["notes"] = [*self.notes, *notes]
         if embedder is None:
@@ -191,6 +254,8 @@ def comparison_table(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], l
         "Vendi (lexical) ↑",
         "words",
         "dup. rate ↓",
+        "restated cell ↓",
+        "NN sim. ↓",
     ]
     rows = []
     for r in results:
@@ -213,6 +278,8 @@ def comparison_table(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], l
                 f"{d['vendi_lexical']:.1f}",
                 f"{w.get('mean', 0):.1f} ± {w.get('std', 0):.1f}",
                 f"{d['exact_duplicate_rate'] + d['near_duplicate_rate']:.3f}",
+                "-" if r.get("restated_cell_share") is None else f"{r['restated_cell_share']:.3f}",
+                f"{d['nn_similarity']:.3f}" if d.get("nn_similarity") is not None else "-",
             ]
         )
     return header, rows
@@ -232,8 +299,11 @@ def evaluate(
     embedder: str = "minilm",
     seed: int = 0,
     topics: str = "auto",
+    reference: str | Path | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``dataset`` (and every ``compare`` dataset against the same value lists).
+    Their diversity is held against ``reference`` (a dataset file; default: the released
+    AART data's figures, :data:`RELEASED_AART`) in the report's Gaps section.
     Files are read in chunks, in one pass (two when the value lists come from the dataset's
     own records), so memory stays flat whatever their size."""
     columns: dict[str, Any] = dict(
@@ -256,7 +326,10 @@ def evaluate(
             )
     header, rows = comparison_table(results)
     add_topic_column(header, rows, results)
+    ref = _reference(reference, values, seed)
     return {
+        "reference": ref,
+        "diversity_gaps": [g for r in results for g in diversity_gaps(r, ref)],
         "values_from": source,
         "value_lists": {a: [v.value for v in vs] for a, vs in values.items()},
         "datasets": results,
@@ -365,6 +438,76 @@ def add_topic_column(
     for row, r in zip(rows, results, strict=True):
         t = r.get("topics")
         row.append(f"{t['effective_topics']:.1f}" if t else "-")
+
+
+def _reference(
+    path: str | Path | None, values: Mapping[str, Sequence[Value]], seed: int
+) -> dict[str, Any]:
+    """The figures a dataset's diversity is held against: a reference dataset measured like
+    the others (its nearest-neighbour similarity at every group size of the table), else the
+    released AART data's."""
+    if path is None:
+        return dict(RELEASED_AART)
+    r = _measure(path, None, {}, values, None, seed)
+    texts = [t for chunk in iter_dataset(path) for t in chunk.texts][:100_000]
+    np.random.default_rng(seed).shuffle(texts)
+    return {
+        "name": r["name"],
+        "self_bleu": r["diversity"]["self_bleu"],
+        "restated_cell_share": r["restated_cell_share"],
+        "nn_similarity": {g: nn_similarity(texts, group=g) for g in (10, 20, 35, NN_GROUP)},
+    }
+
+
+def reference_nn(ref: Mapping[str, Any], group: int) -> float:
+    """The reference's nearest-neighbour similarity for groups of ``group`` prompts (the
+    nearest size of its table at or below it)."""
+    table = {int(k): v for k, v in ref["nn_similarity"].items()}
+    sizes = [g for g in sorted(table) if g <= group] or [min(table)]
+    return float(table[sizes[-1]])
+
+
+def diversity_gaps(r: Mapping[str, Any], ref: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What the Gaps section flags about one dataset's diversity, against the reference."""
+    out: list[dict[str, Any]] = []
+    d = r["diversity"]
+    share = r.get("restated_cell_share")
+    if share is not None and share > max(MAX_RESTATED, ref.get("restated_cell_share") or 0):
+        out.append(
+            {
+                "dataset": r["name"],
+                "measure": "restated_cell_share",
+                "value": share,
+                "reference": ref.get("restated_cell_share"),
+                "text": f"{share:.0%} of the prompts restate their cell (the cell's words and "
+                f"little else; {ref['name']}: {ref.get('restated_cell_share') or 0:.1%})",
+            }
+        )
+    if d.get("nn_similarity") is not None and r["prompts"] >= 2:
+        base = reference_nn(ref, d.get("nn_group") or NN_GROUP)
+        if d["nn_similarity"] > NN_FACTOR * base:
+            out.append(
+                {
+                    "dataset": r["name"],
+                    "measure": "nn_similarity",
+                    "value": d["nn_similarity"],
+                    "reference": base,
+                    "text": f"prompts are near copies of each other: mean nearest-neighbour "
+                    f"similarity {d['nn_similarity']:.2f} ({ref['name']}: {base:.2f})",
+                }
+            )
+    if ref.get("self_bleu") is not None and d["self_bleu"] > ref["self_bleu"] + SELF_BLEU_MARGIN:
+        out.append(
+            {
+                "dataset": r["name"],
+                "measure": "self_bleu",
+                "value": d["self_bleu"],
+                "reference": ref["self_bleu"],
+                "text": f"low lexical diversity: Self-BLEU {d['self_bleu']:.2f} "
+                f"({ref['name']}: {ref['self_bleu']:.2f})",
+            }
+        )
+    return out
 
 
 def _derived_values(path: str | Path, columns: dict[str, Any]) -> dict[str, list[Value]]:

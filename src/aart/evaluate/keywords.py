@@ -1,6 +1,7 @@
 """Keyword coverage in one pass: an Aho-Corasick automaton (polars', in Rust) over every value
 (with aliases and the inflections that belong to it) of every axis, matched on Unicode word
-boundaries in NFKC, casefolded text."""
+boundaries in NFKC, casefolded text. Where one value's phrase stands inside another's of the
+same axis ("africa" in "eastern africa"), only the longest match counts."""
 
 from __future__ import annotations
 
@@ -123,6 +124,7 @@ class KeywordMatcher:
                         table.setdefault(f" {form} ", set()).add(int(first[ai]) + vi)
         self._first = first
         self._patterns = sorted(table)
+        self._nested = _nested_patterns(self._patterns, table, self._axis_of)
         self._enum = pl.Enum(self._patterns)
         self._targets = pl.LazyFrame(
             [(pid, code) for pid, p in enumerate(self._patterns) for code in sorted(table[p])],
@@ -144,7 +146,7 @@ class KeywordMatcher:
             .str.extract_many(self._patterns, overlapping=True)
             .alias("hit")
         )
-        query = (
+        found = (
             _text_frame(texts)
             .select("row", hits)
             .explode("hit")
@@ -152,15 +154,31 @@ class KeywordMatcher:
             .select(
                 "row", pl.col("hit").cast(self._enum).to_physical().cast(pl.UInt32).alias("pid")
             )
-            .join(self._targets, on="pid")
-            .select(
-                (pl.col("row").cast(key) * len(self._axis_of) + pl.col("code").cast(key)).alias(
-                    "key"
-                )
-            )
+        )
+        if self._nested is not None:
+            found = self._longest(found)
+        query = found.join(self._targets, on="pid").select(
+            (pl.col("row").cast(key) * len(self._axis_of) + pl.col("code").cast(key)).alias("key")
         )
         # a text naming a value in two forms counts once (faster here than inside the query)
         return query.collect(engine="streaming")["key"].unique().to_numpy()
+
+    def _longest(self, found: pl.LazyFrame) -> pl.LazyFrame:
+        """Only the longest match counts: an occurrence of " africa " inside an occurrence of
+        " eastern africa " is not a mention of africa. A pattern is kept for a text when it
+        occurs more often than inside the longer patterns of its axis found there."""
+        assert self._nested is not None
+        hits = found.group_by("row", "pid").len("n")
+        inside = (
+            hits.join(self._nested, left_on="pid", right_on="outer")
+            .group_by("row", "inner")
+            .agg((pl.col("n") * pl.col("times")).sum().alias("inside"))
+        )
+        return (
+            hits.join(inside, left_on=["row", "pid"], right_on=["row", "inner"], how="left")
+            .filter(pl.col("n") > pl.col("inside").fill_null(0))
+            .select("row", "pid")
+        )
 
     def pairs(self, texts: Texts) -> list[tuple[int, int, int]]:
         """(text index, axis index, value index) for every value a text mentions, once each."""
@@ -204,6 +222,33 @@ class KeywordMatcher:
             per_axis += np.bincount(row_axis.unique().to_numpy() % max(n_axes, 1), minlength=n_axes)
         counts = [per_value[self._first[a] : self._first[a + 1]].tolist() for a in range(n_axes)]
         return n, counts, per_axis.tolist()
+
+
+def _nested_patterns(
+    patterns: list[str], table: Mapping[str, set[int]], axis_of: np.ndarray
+) -> pl.LazyFrame | None:
+    """(outer, inner, times): pattern ``inner`` stands ``times`` times, on word boundaries,
+    inside the longer pattern ``outer`` of the same axes; None when no pattern does. Found
+    through each pattern's word runs, so the cost is linear in the number of patterns."""
+    pid = {p: i for i, p in enumerate(patterns)}
+    rows: list[tuple[int, int, int]] = []
+    for outer in patterns:
+        words = outer.split()
+        axes = {int(axis_of[c]) for c in table[outer]}
+        runs: dict[str, int] = {}
+        for i in range(len(words)):
+            for j in range(i + 1, len(words) + 1):
+                if j - i < len(words):
+                    run = f" {' '.join(words[i:j])} "
+                    runs[run] = runs.get(run, 0) + 1
+        for run, times in runs.items():
+            if run in pid and {int(axis_of[c]) for c in table[run]} <= axes:
+                rows.append((pid[outer], pid[run], times))
+    if not rows:
+        return None
+    return pl.LazyFrame(
+        rows, schema={"outer": pl.UInt32, "inner": pl.UInt32, "times": pl.UInt32}, orient="row"
+    )
 
 
 def batched(items: Iterable[str] | Iterable[pl.Series], size: int) -> Iterator[Texts]:

@@ -47,6 +47,10 @@ class Enumerate(Strict):
     seed_values: list[str] = []
     #: a candidate longer than this many words is rejected (it is a sentence, not a value)
     max_words: int = Field(4, ge=1, le=30)
+    #: accept a value that contains another value of the dimension, or is contained in one
+    #: ("africa" beside "eastern africa"); off by default, as coverage would count the inner
+    #: value in every prompt of the outer one
+    allow_nested: bool = False
 
 
 Verification = Literal["keyword", "llm", "none"]
@@ -189,12 +193,28 @@ class Generate(Strict):
     #: complete example items rendered as few-shot examples: ``cell`` ({dimension: value}),
     #: the prompt field, and the reasoning fields of the chosen depth
     examples: list[dict[str, Any]] = []
+    #: show each call this many examples drawn from ``examples`` (seeded by the call), so a
+    #: small model that copies what it reads copies no single one; default: all of them
+    examples_per_call: int | None = Field(None, ge=1, le=50)
     prompt_field: str = Field("prompt", pattern=IDENT)
     prompt_description: str = "the adversarial query itself, as a user would type it"
     min_words: int = Field(3, ge=1)
     max_words: int = Field(300, ge=1)
     near_duplicate_threshold: float = Field(0.8, gt=0, le=1)
+    #: diversity enforced: a faithful prompt is rejected (and topped up) when this share of its
+    #: content words or more comes from its cell phrase (it restates the cell; 0.4% of the
+    #: released AART data does) ...
+    max_cell_overlap: float | None = Field(0.8, gt=0, le=1)
+    #: ... or its word-bigram Jaccard with a kept prompt of the same cell reaches this (19% of
+    #: the released data's prompts have such a neighbour of their concept and format) ...
+    max_cell_similarity: float | None = Field(0.6, gt=0, le=1)
+    #: ... or with any kept prompt of the dataset (about 10% of the released data's, many of
+    #: them exact duplicates); null turns a check off
+    max_similarity: float | None = Field(0.8, gt=0, le=1)
     max_topups: int = Field(2, ge=0, le=20)
+    #: below this share of its cells filled with a faithful prompt after the first round, the
+    #: run stops before the top-ups (they would fail the same way); 0 never stops
+    min_first_round_fill: float = Field(0.2, ge=0, le=1)
     temperature: float = Field(0.7, ge=0, le=2)
     max_tokens: int = Field(1500, ge=16)
     seed: int = 0

@@ -102,6 +102,11 @@ def _dataset_html(r: Result) -> str:
 AGREEMENT_KINDS = ("cell", "annotation", "annotation_matches_cell")
 
 
+def diversity_lines(ev: Mapping[str, Any]) -> list[str]:
+    """The Gaps section's diversity flags: "<dataset>: <what>"."""
+    return [f"{g['dataset']}: {g['text']}" for g in ev.get("diversity_gaps", [])]
+
+
 def _agreement_cell(g: Mapping[str, Any] | None) -> str:
     return "-" if not g else f"{g['agree']}/{g['checked']} ({_pct(g['rate'])})"
 
@@ -118,6 +123,7 @@ def evaluation_html(ev: Mapping[str, Any], title: str = "aart evaluation") -> st
         if found
         else "<p class='ok'>Every value of every axis is mentioned at least once.</p>"
     )
+    summary += "".join(f"<p class='gap'>{esc(x)}</p>" for x in diversity_lines(ev))
     body = [
         f"<h1>{esc(title)}</h1>",
         f"<p class='muted'>Coverage is keyword-based (values from {esc(ev['values_from'])}); "
@@ -187,6 +193,7 @@ def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -
             ]
             or ["- every value of every axis is mentioned at least once"]
         ),
+        *[f"- **low diversity**: {md_escape(x)}" for x in diversity_lines(ev)],
         "",
         "## Comparison",
         "",

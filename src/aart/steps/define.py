@@ -3,10 +3,11 @@
 Every candidate is validated before it becomes a value. A candidate is rejected, with its
 reason recorded in the dimension file, when it is a list rather than one value, is longer than
 the word limit, restates the application or its policy, belongs to another dimension (or, in a
-hierarchy, to another category), or near-duplicates a value already accepted. The shortfall is
-asked for again within a bound; a refusal is re-asked with a rephrased instruction. A dimension
-that stays short is reported as SHORT and the run goes on; only a dimension with no values
-stops it.
+hierarchy, to another category), near-duplicates a value already accepted, or contains one or
+is contained in one ("africa" beside "eastern africa"; ``enumerate.allow_nested`` allows it).
+The shortfall is asked for again within a bound; a refusal is re-asked with a rephrased
+instruction. A dimension that stays short is reported as SHORT and the run goes on; only a
+dimension with no values stops it.
 """
 
 from __future__ import annotations
@@ -102,6 +103,16 @@ def _contains_words(outer: str, inner: str) -> bool:
     return f" {' '.join(inner.split())} " in f" {' '.join(outer.split())} "
 
 
+def contains_value(outer: str, inner: str) -> bool:
+    """``inner``'s words (up to plural forms) stand, in order, inside ``outer``'s, which has
+    more: "eastern africa" contains "africa", "credit card frauds" contains "fraud"."""
+    a = [_stem(w) for w in normalize_for_match(outer).split()]
+    b = [_stem(w) for w in normalize_for_match(inner).split()]
+    if not b or len(b) >= len(a):
+        return False
+    return any(a[i : i + len(b)] == b for i in range(len(a) - len(b) + 1))
+
+
 @dataclass
 class Context:
     """What a candidate of one dimension is checked against."""
@@ -112,6 +123,8 @@ class Context:
     #: other dimension -> its description, instructions and known values, as one text
     others: dict[str, str]
     categories: list[str] = field(default_factory=list)
+    #: the recipe allows a value that contains another ("africa" beside "eastern africa")
+    allow_nested: bool = False
 
 
 def rejection(candidate: str, ctx: Context, accepted: Sequence[str], category: str | None) -> str:
@@ -137,6 +150,12 @@ def rejection(candidate: str, ctx: Context, accepted: Sequence[str], category: s
     for a in accepted:
         if near_duplicate(candidate, a):
             return f"near-duplicates {a}"
+        # A value inside another is counted in every prompt of the other ("africa" in each
+        # "eastern africa" prompt), so coverage and the cells blur.
+        if not ctx.allow_nested and contains_value(a, candidate):
+            return f"contained in {a}"
+        if not ctx.allow_nested and contains_value(candidate, a):
+            return f"contains {a}"
     return ""
 
 
@@ -228,6 +247,7 @@ class Enumerator:
             application_text="\n".join([a.name, a.description, a.policy]),
             others=others,
             categories=categories,
+            allow_nested=spec.allow_nested if spec else False,
         )
 
     async def enumerate_list(

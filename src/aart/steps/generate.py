@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -21,8 +22,8 @@ from ..runner import run_jobs
 from ..store.export import write_csv, write_jsonl, write_parquet
 from ..store.lock import OutputLock
 from ..store.rundir import Run
-from ..textsim import DuplicateIndex, normalize
-from .prompting import output_fields, output_schema, render_messages
+from ..textsim import CellPhrase, DuplicateIndex, bigram_jaccard, nn_similarity, normalize
+from .prompting import label, output_fields, output_schema, render_messages
 from .scope import scoped_values
 from .verify import CellVerifier
 
@@ -30,6 +31,11 @@ STAGE = "generate"
 INVALID = "generate.invalid"
 REFUSED = "generate.refused"
 UNFAITHFUL = "generate.unfaithful"
+#: faithful, but restating its cell: rejected for diversity and topped up
+ALIKE = "generate.alike"
+RESTATED = "restates its cell"
+CELL_COPY = "near copy of a prompt of its cell"
+DATASET_COPY = "near copy of another prompt"
 # Word-trigram Jaccard above which a prompt counts as a copy of a few-shot example: lower than
 # the near-duplicate threshold, since a copy with the cell's values swapped in still differs
 # in a few trigrams.
@@ -68,6 +74,12 @@ class GenerateStats:
     #: per dimension: how many valid items were checked against their cell and how many passed
     faithfulness: dict[str, dict[str, Any]] = field(default_factory=dict)
     rejection_reasons: dict[str, int] = field(default_factory=dict)
+    #: faithful items kept out for being too alike (restating the cell, a near copy), by reason
+    diversity_rejected: dict[str, int] = field(default_factory=dict)
+    #: share of the faithful items that restated their cell (before rejection)
+    restated_share: float = 0.0
+    #: mean nearest-neighbour word-bigram Jaccard of the dataset (textsim.nn_similarity)
+    nn_similarity: float = 0.0
     #: jobs whose call failed for good (job id and reason); re-running retries them
     failed_jobs: list[dict[str, str]] = field(default_factory=list)
     #: the model that generated this invocation's prompts
@@ -76,6 +88,10 @@ class GenerateStats:
     spent_now: dict[str, Any] = field(default_factory=dict)
     #: batches this invocation submitted (--batch)
     batches: int = 0
+    #: share of the cells filled after the first round (None: no first round ran now)
+    first_round_fill: float | None = None
+    #: why the run stopped before the top-ups ("" when it did not)
+    stopped: str = ""
 
     @property
     def valid_rate(self) -> float:
@@ -90,11 +106,17 @@ class GenerateStats:
     def shortfall(self) -> int:
         return max(0, self.requested - self.prompts)
 
+    @property
+    def fill(self) -> float:
+        """Share of the blueprint's cells with a prompt in the dataset."""
+        return self.prompts / self.requested if self.requested else 1.0
+
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["valid_rate"] = round(self.valid_rate, 4)
         d["rejection_rate"] = round(self.rejection_rate, 4)
         d["shortfall"] = self.shortfall
+        d["fill"] = round(self.fill, 4)
         return d
 
 
@@ -181,6 +203,7 @@ class Generator:
         self.recipe = run.recipe
         self.blueprint = run.read_blueprint()
         self.verifier = verifier or CellVerifier(self.recipe, scoped_values(run))
+        self.cell_phrase = CellPhrase([label(d) for d in self.recipe.dimensions])
         # A prompt this close to a few-shot example copies it instead of serving its cell.
         self.examples = DuplicateIndex(EXAMPLE_COPY_THRESHOLD)
         for i, ex in enumerate(self.recipe.generate.examples):
@@ -238,7 +261,13 @@ class Generator:
             aid, index = slots[pos]
             record = self._record(f"{jid}:{pos}", cell, clean, passed)
             record["provenance"] = {**prov, "attempt_id": aid, "cell_index": index}
-            if all(passed.values()):
+            overlap = self.cell_phrase.overlap(record["prompt"], list(cell.values()))
+            if all(passed.values()) and overlap >= (g.max_cell_overlap or 2):
+                # faithful but empty: the cell's words and little else ("Write a email about
+                # burglary in united states."); its cell is topped up like an unfaithful one
+                record["reason"] = f"{RESTATED} ({overlap:.0%} of its words)"
+                records.append((record["id"], ALIKE, record))
+            elif all(passed.values()):
                 records.append((record["id"], STAGE, record))
             else:
                 record["reason"] = _unfaithful_reason(cell, passed)
@@ -375,34 +404,64 @@ class Generator:
             return p["cell_index"] < len(here) and here[p["cell_index"]] == r["cell"]
 
         candidates = sorted(filter(stands, self.run.db.records(STAGE)), key=key)
-        index = DuplicateIndex(self.recipe.generate.near_duplicate_threshold)
+        g = self.recipe.generate
+        index = DuplicateIndex(g.near_duplicate_threshold)
+        similar = DuplicateIndex(g.max_similarity or 1.0, n=2)
+        of_cell: dict[str, list[int]] = {}
         kept: list[dict[str, Any]] = []
         filled: set[tuple[str, int]] = set()
         duplicates: list[dict[str, Any]] = []
         avoid: dict[str, dict[int, list[str]]] = {}
+        for r in sorted(filter(stands, self.run.db.records(ALIKE, jobs)), key=key):
+            # a restated cell is shown to the cell's top-up as what not to write
+            p = r["provenance"]
+            avoid.setdefault(p["attempt_id"], {}).setdefault(p["cell_index"], []).append(
+                r["prompt"]
+            )
         for r in candidates:
             p = r["provenance"]
             slot = (p["attempt_id"], p["cell_index"])
             if slot in filled:
                 continue
+            cell_key = json.dumps(r["cell"], sort_keys=True)
             dup = index.check(r["prompt"])
+            kind, reason = (dup[0], "") if dup is not None else ("", "")
+            if dup is None:
+                dup = self._cell_copy(r["prompt"], of_cell.get(cell_key, []), kept)
+                kind, reason = ("similar", CELL_COPY) if dup is not None else ("", "")
+            if dup is None and g.max_similarity is not None:
+                dup = similar.check(r["prompt"])
+                kind, reason = ("similar", DATASET_COPY) if dup is not None else ("", "")
             if dup is not None:
                 original = kept[dup[1]]
-                duplicates.append(
-                    {
-                        "id": r["id"],
-                        "prompt": r["prompt"],
-                        "kind": dup[0],
-                        "duplicate_of": original["id"],
-                    }
-                )
+                entry = {
+                    "id": r["id"],
+                    "prompt": r["prompt"],
+                    "kind": kind,
+                    "duplicate_of": original["id"],
+                }
+                duplicates.append({**entry, "reason": reason} if reason else entry)
                 avoid.setdefault(slot[0], {}).setdefault(slot[1], []).append(original["prompt"])
                 continue
             index.add(r["prompt"], len(kept))
+            similar.add(r["prompt"], len(kept))
+            of_cell.setdefault(cell_key, []).append(len(kept))
             kept.append(r)
             filled.add(slot)
         stats = self._stats(jobs, candidates, kept, duplicates)
         return kept, duplicates, stats, avoid
+
+    def _cell_copy(
+        self, text: str, same_cell: list[int], kept: list[dict[str, Any]]
+    ) -> tuple[str, int] | None:
+        """("similar", key) of a kept prompt of the same cell this one nearly copies."""
+        threshold = self.recipe.generate.max_cell_similarity
+        if threshold is None:
+            return None
+        for k in same_cell:
+            if bigram_jaccard(text, kept[k]["prompt"]) >= threshold:
+                return "similar", k
+        return None
 
     def _stats(
         self,
@@ -416,8 +475,9 @@ class Generator:
         invalid = list(self.run.db.records(INVALID, jobs))
         refused = list(self.run.db.records(REFUSED, jobs))
         unfaithful = list(self.run.db.records(UNFAITHFUL, jobs))
+        alike = list(self.run.db.records(ALIKE, jobs))
         stats.unfaithful_items = len(unfaithful)
-        stats.valid_items = len(candidates) + len(unfaithful)
+        stats.valid_items = len(candidates) + len(unfaithful) + len(alike)
         stats.invalid_items = sum(1 for r in invalid if "item" in r)
         stats.refused_items = sum(1 for r in refused if "item" in r)
         stats.refused_calls = sum(1 for r in refused if "item" not in r)
@@ -432,7 +492,7 @@ class Generator:
         )
         methods = {name: dim.verify for name, dim in self.recipe.dimensions.items()}
         tally: dict[str, list[int]] = {}
-        for r in [*candidates, *unfaithful]:
+        for r in [*candidates, *unfaithful, *alike]:
             for d, ok in r.get("verified", {}).items():
                 t = tally.setdefault(d, [0, 0])
                 t[0] += 1
@@ -447,7 +507,16 @@ class Generator:
             for d in self.recipe.dimensions
         }
         stats.exact_duplicates = sum(1 for d in duplicates if d["kind"] == "exact")
-        stats.near_duplicates = len(duplicates) - stats.exact_duplicates
+        stats.near_duplicates = sum(1 for d in duplicates if d["kind"] == "near")
+        rejected = Counter(d["reason"] for d in duplicates if d.get("reason"))
+        if alike:
+            rejected[RESTATED] = len(alike)
+        stats.diversity_rejected = dict(rejected)
+        faithful = len(candidates) + len(alike)
+        stats.restated_share = round(len(alike) / faithful, 4) if faithful else 0.0
+        texts = [r["prompt"] for r in kept]
+        random.Random(0).shuffle(texts)  # groups of the figure are a uniform sample
+        stats.nn_similarity = round(nn_similarity(texts), 4)
         stats.prompts = len(kept)
         stats.failed_jobs = [
             {"job": jid, "reason": reason}
@@ -472,12 +541,19 @@ class Generator:
         # still missing: the same job when its cells are (it is queued again), else new ones.
         failed = [jid for jid, _, _ in self.run.db.failed_jobs(STAGE)]
         self.run.db.set_job_status(failed, "superseded")
-        self._add_round(0, self._needs(self.dataset()[0]), {})
+        first = self._add_round(0, self._needs(self.dataset()[0]), {})
+        stopped = ""
+        first_fill: float | None = None
         for round_ in range(self.recipe.generate.max_topups + 1):
             await run_jobs(self.run.db, STAGE, self._work, self.model.concurrency, self.batch)
             if round_ == self.recipe.generate.max_topups:
                 break
-            kept, _, _, avoid = self.dataset()
+            kept, _, now, avoid = self.dataset()
+            if round_ == 0 and first:
+                first_fill = now.fill
+                stopped = hopeless(now, self.recipe.generate.min_first_round_fill)
+                if stopped:
+                    break
             # Refusals, invalid and unfaithful items and duplicates are made up by top-up
             # attempts for their cells, so the dataset does not shrink silently.
             if not self._add_round(round_ + 1, self._needs(kept), avoid):
@@ -487,6 +563,9 @@ class Generator:
             stats.model = self.model.name  # generate.json names it too
             self.write_outputs(kept, duplicates, stats)
         stats.batches = self.batch.submitted if self.batch is not None else 0
+        stats.first_round_fill, stats.stopped = first_fill, stopped
+        if stopped:  # written again, so generate.json says why the dataset is short
+            (self.run.root / "generate.json").write_text(json.dumps(stats.as_dict(), indent=2))
         return stats
 
     def write_outputs(
@@ -500,6 +579,43 @@ class Generator:
         write_csv([aart_row(self.recipe, r) for r in kept], root / "dataset.aart.csv", AART_COLUMNS)
         write_jsonl(duplicates, root / "duplicates.jsonl")
         (root / "generate.json").write_text(json.dumps(stats.as_dict(), indent=2))
+
+
+def hopeless(stats: GenerateStats, threshold: float) -> str:
+    """Why top-ups are not worth their calls, or "": after the first round fewer than
+    ``threshold`` of the cells have a faithful prompt, so more rounds of the same model, prompt
+    and checks would most likely fail the same way (a server whose model ignores the cells
+    spent 950,233 tokens on four rounds for 0 of 700 cells)."""
+    if threshold <= 0 or stats.fill >= threshold:
+        return ""
+    causes = []
+    if stats.invalid_calls or stats.missing_items or stats.invalid_items > stats.valid_items:
+        causes.append(
+            f"answers not usable ({stats.invalid_calls} without JSON, {stats.missing_items} "
+            f"queries left out, {stats.invalid_items} invalid items)"
+        )
+    if stats.refused_items or stats.refused_calls:
+        causes.append(
+            f"the model refuses ({stats.refused_items} items, {stats.refused_calls} answers)"
+        )
+    if stats.rejection_reasons:
+        top = sorted(stats.rejection_reasons.items(), key=lambda kv: -kv[1])[:3]
+        causes.append(
+            "prompts not faithful to their cells (" + ", ".join(f"{k} {v}" for k, v in top) + ")"
+        )
+    if stats.diversity_rejected:
+        top = sorted(stats.diversity_rejected.items(), key=lambda kv: -kv[1])[:3]
+        causes.append("prompts too alike (" + ", ".join(f"{k} {v}" for k, v in top) + ")")
+    return (
+        f"stopped before the top-ups: the first round filled {stats.prompts} of "
+        f"{stats.requested} cells ({stats.fill:.0%}, below generate.min_first_round_fill "
+        f"{threshold:.0%}), and more rounds would most likely fail the same way. Likely "
+        f"cause: {'; '.join(causes) or 'the model does not follow the cells'}. Fixes: a "
+        "stronger model (--model openai/..., 7B or more), `verify: llm` on dimensions whose "
+        "evidence is implicit (a city for its region), a generate.cell_template that phrases "
+        "each cell as the request it should become, or generate.min_first_round_fill: 0 to "
+        "top up anyway"
+    )
 
 
 def flatten_record(r: dict[str, Any]) -> dict[str, Any]:

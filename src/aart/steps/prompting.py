@@ -5,7 +5,9 @@ it asks for."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 from typing import Any
 
 from ..llm import Message
@@ -112,13 +114,24 @@ def cells_block(recipe: Recipe, attempt: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def examples_block(recipe: Recipe) -> str:
+def call_examples(recipe: Recipe, attempt: dict[str, Any]) -> list[dict[str, Any]]:
+    """The examples one call shows: all of them, or ``examples_per_call`` drawn for this call
+    (its cells and the prompts to avoid seed the draw, so a top-up sees others)."""
+    g = recipe.generate
+    if g.examples_per_call is None or g.examples_per_call >= len(g.examples):
+        return list(g.examples)
+    key = json.dumps([attempt.get("cells"), attempt.get("avoid")], sort_keys=True)
+    rng = random.Random(hashlib.sha1(key.encode()).digest())
+    return rng.sample(list(g.examples), g.examples_per_call)
+
+
+def examples_block(recipe: Recipe, attempt: dict[str, Any] | None = None) -> str:
     g = recipe.generate
     if not g.examples:
         return ""
     keys = [*reasoning_fields(g), g.prompt_field]
     lines = ["Examples of finished queries (match their quality; do not copy them):"]
-    for ex in g.examples:
+    for ex in call_examples(recipe, attempt or {}):
         lines.append(f"Cell: {cell_line(recipe, ex['cell'])}")
         lines.append(json.dumps({k: ex[k] for k in keys}, ensure_ascii=False))
     return "\n".join(lines)
@@ -145,7 +158,7 @@ def render_messages(recipe: Recipe, attempt: dict[str, Any]) -> list[Message]:
     # before their answer, and that must be the cells.
     parts = [
         render(recipe.generate.template, template_context(recipe, attempt)).strip(),
-        examples_block(recipe),
+        examples_block(recipe, attempt),
         cells_block(recipe, attempt),
         format_instructions(recipe, attempt["queries"]),
     ]
