@@ -230,8 +230,9 @@ def test_diversity_thresholds_are_the_recipes(tmp_path):
         "  max_cell_overlap: null\n  max_cell_similarity: null\n  max_similarity: null\n"
     )
     s = aart.run(write_recipe(tmp_path, text), out=tmp_path / "run").stats
-    # only the exact duplicates of cells drawn twice are missing
-    assert s.prompts >= 12 and not s.diversity_rejected and s.restated_share == 0
+    # only the exact duplicates of cells drawn twice are missing; the restated prompts are
+    # kept, and still measured: the summary says they restate their cells
+    assert s.prompts >= 12 and not s.diversity_rejected and s.restated_share == 1.0
 
 
 def test_evaluate_reports_restated_cells_and_nearest_neighbours_and_flags_them(tmp_path):
@@ -290,13 +291,17 @@ def test_evaluate_reports_restated_cells_and_nearest_neighbours_and_flags_them(t
 
 
 def test_each_call_shows_a_few_examples_drawn_for_it():
-    """The demo's small size rotates three of its eighteen examples, so a small model that
-    copies what it reads copies no single one; the large recipe shows all of its six."""
+    """With generate.examples_per_call, each call shows a few of the recipe's examples, drawn
+    per call (seeded by it), so a small model that copies what it reads copies no single one;
+    without it every example is shown."""
     from aart.recipe import load_recipe
     from aart.steps.prompting import call_examples, render_messages
 
-    r = load_recipe("aart-demo", "small").recipe
-    assert r.generate.examples_per_call == 3 and len(r.generate.examples) == 18
+    full = load_recipe("aart-demo").recipe
+    assert len(full.generate.examples) == 6
+    r = full.model_copy(
+        update={"generate": full.generate.model_copy(update={"examples_per_call": 3})}
+    )
     cells = [
         {"policy_concepts": c, "task_formats": "email", "regions": "mexico"}
         for c in ("arson", "fraud", "burglary", "smuggling", "poaching", "bribery")
@@ -309,7 +314,5 @@ def test_each_call_shows_a_few_examples_drawn_for_it():
         seen |= {ex["prompt"] for ex in shown}
         user = render_messages(r, attempt)[-1].content
         assert all(ex["prompt"] in user for ex in shown)
-        assert "Query 1: write a email about " in user
-    assert len(seen) > 6
-    full = load_recipe("aart-demo").recipe
+    assert len(seen) > 3
     assert len(call_examples(full, {"cells": cells})) == 6

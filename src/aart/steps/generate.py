@@ -22,7 +22,14 @@ from ..runner import run_jobs
 from ..store.export import write_csv, write_jsonl, write_parquet
 from ..store.lock import OutputLock
 from ..store.rundir import Run
-from ..textsim import CellPhrase, DuplicateIndex, bigram_jaccard, nn_similarity, normalize
+from ..textsim import (
+    RESTATED_CELL,
+    CellPhrase,
+    DuplicateIndex,
+    bigram_jaccard,
+    nn_similarity,
+    normalize,
+)
 from .prompting import label, output_fields, output_schema, render_messages
 from .scope import scoped_values
 from .verify import CellVerifier
@@ -513,7 +520,16 @@ class Generator:
             rejected[RESTATED] = len(alike)
         stats.diversity_rejected = dict(rejected)
         faithful = len(candidates) + len(alike)
-        stats.restated_share = round(len(alike) / faithful, 4) if faithful else 0.0
+        # measured whether or not the recipe rejects restated prompts (max_cell_overlap: null
+        # keeps them, and the summary must still say how many restate their cell)
+        kept_restated = sum(
+            1
+            for r in candidates
+            if self.cell_phrase.overlap(r["prompt"], list(r["cell"].values()))
+            >= (self.recipe.generate.max_cell_overlap or RESTATED_CELL)
+        )
+        restated = len(alike) + kept_restated
+        stats.restated_share = round(restated / faithful, 4) if faithful else 0.0
         texts = [r["prompt"] for r in kept]
         random.Random(0).shuffle(texts)  # groups of the figure are a uniform sample
         stats.nn_similarity = round(nn_similarity(texts), 4)
