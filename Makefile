@@ -63,7 +63,7 @@ demo: install
 	$(VENV)/bin/aart run aart-demo --size small --out $(DEMO_OUT)
 	$(VENV)/bin/aart evaluate $(DEMO_OUT)/dataset.jsonl --run $(DEMO_OUT) --report $(DEMO_OUT)/evaluation
 	$(VENV)/bin/aart attack $(DEMO_OUT)/dataset.jsonl --target local/default --judge refusal \
-		--limit 12 --max-tokens 120 --out $(DEMO_OUT)/attack
+		--sample 12 --max-tokens 120 --out $(DEMO_OUT)/attack
 
 test: install $(CHROMIUM) interop-tools
 	AART_GARAK_DIR=$(GARAK_DIR) AART_PROMPTFOO=$(PROMPTFOO_DIR)/node_modules/.bin/promptfoo \

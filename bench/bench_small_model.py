@@ -3,12 +3,12 @@ zero-shot baseline of Perez et al. on the same model, in one run.
 
 Variants (Step 1 left out: explicit values, as in bench_faithful.py; the same cells for all):
 
-- ``restate (before)``: the demo's small size before issue 24: each cell phrased as the
+- ``restate (before)``: the demo's small size (as before issue 24): each cell phrased as the
   request it should become ("write a email about burglary in united states"), the prompt
   alone, no examples, no diversity checks;
 - ``restate + checks``: the same with Step 3's diversity checks on (restated cells and near
   copies rejected and topped up);
-- ``staged (demo)``: the demo's small size now: the cell as data, a region-specific topic
+- ``staged``: bench/small_model_staged.yaml: the cell as data, a region-specific topic
   first, then the request, three of eighteen adapted AART examples per call, checks on;
 - ``baseline zero-shot``: `aart baseline zero-shot` (no cells: per valid prompt).
 
@@ -78,6 +78,9 @@ def recipe(variant: str, model: dict[str, Any], cells: int, queries: int = 6) ->
         "seed": 0,
     }
     g = {k: v for k, v in small["generate"].items()}
+    if variant.startswith("staged"):
+        g = yaml.safe_load((Path(__file__).parent / "small_model_staged.yaml").read_text())
+        g = g["generate"]
     if variant.startswith("restate"):
         g = {k: v for k, v in g.items() if k not in ("fields", "examples_per_call")}
         g.update(RESTATE)
@@ -202,7 +205,7 @@ def table(rows: list[dict[str, Any]], base: dict[str, Any] | None) -> str:
     return "\n".join(out)
 
 
-VARIANTS = {"restate": "restate (before)", "checks": "restate + checks", "staged": "staged (demo)"}
+VARIANTS = {"restate": "restate (before)", "checks": "restate + checks", "staged": "staged"}
 
 
 def main() -> None:
