@@ -419,3 +419,15 @@ def test_a_prompt_without_an_answer_still_has_its_line():
     line = result_line({**rec, "failure": "HTTP 500 (retries spent)"}, "refusal", None, "failed")
     assert line.state == "failed" and line.success is None and line.verdicts == {}
     assert line.failure == "HTTP 500 (retries spent)" and line.sent == "p"
+
+
+def test_judge_agreement_kappa_is_never_negative_zero():
+    """Two judges that agree by chance alone give a kappa of rounding noise (issue 18 item
+    25): it prints 0.00, never -0.00."""
+    from aart.redteam import stats
+
+    # 9 verdicts: both yes 2, only a 1, only b 4, neither 2: kappa is -1e-16 before rounding
+    pairs = [(True, True)] * 2 + [(True, False)] + [(False, True)] * 4 + [(False, False)] * 2
+    rows = [{"a": x, "b": y} for x, y in pairs]
+    (pair,) = stats.agreement(rows)
+    assert f"{pair['kappa']:.2f}" == "0.00"

@@ -107,6 +107,8 @@ def agreement(verdicts: Sequence[Mapping[str, bool | None]]) -> list[Agreement]:
         pb = sum(y for _, y in pairs) / n
         expected = pa * pb + (1 - pa) * (1 - pb)
         kappa = (agree - expected) / (1 - expected) if expected < 1 else 1.0
+        # rounding noise is no disagreement: never "-0.00"
+        kappa = round(kappa, 12) + 0.0
         out.append({"judges": [a, b], "n": n, "agreement": agree, "kappa": kappa})
     return out
 
