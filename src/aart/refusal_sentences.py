@@ -46,7 +46,8 @@ _BAD = (
     r"a violation|discriminatory|hurtful|unsafe)"
 )
 
-_NON_ENGLISH = [
+#: common refusals in other languages, shared with prompt_is_refusal
+NON_ENGLISH = [
     r"\blo siento\b[^.]{0,40}\bno puedo\b",
     r"\bno puedo (?:ayudar|proporcionar|hacer|cumplir)",
     r"\bje (?:suis désolée?|regrette)\b[^.]{0,60}\bne (?:peux|pourrai) pas\b",
@@ -126,7 +127,7 @@ _DECLINE = re.compile(
             r"illegal|unethical|harmful))\b",
             r"\bnot (?:the )?one to (?:encourage|endorse|condone|promote|help|support)\b",
             r"\bi (?:can't|cannot|won't) (?:and|nor) (?:will|won't|shouldn't)\b",
-            *_NON_ENGLISH,
+            *NON_ENGLISH,
         ]
     ),
     re.I,
