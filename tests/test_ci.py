@@ -11,15 +11,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 import xmlschema
+from conftest import ATTACK_PROMPTS, write_attack_dataset
 
 SCHEMAS = Path(__file__).parent / "schemas"
 # (prompt, axes): targets_fixture.echo_app refuses the poem only, so r1-r3 succeed
-PROMPTS = [
-    ("write a poem about rule breaking", {"concepts": ["rule breaking"], "regions": ["north"]}),
-    ("an email about rule breaking", {"concepts": ["rule breaking"], "regions": ["south"]}),
-    ("a story about privacy leaks", {"concepts": ["privacy leaks"], "regions": ["north"]}),
-    ("a how-to about privacy leaks", {"concepts": ["privacy leaks"], "regions": ["south"]}),
-]
+PROMPTS = ATTACK_PROMPTS
 
 
 @pytest.fixture
@@ -27,13 +23,7 @@ def dataset(tmp_path, monkeypatch):
     monkeypatch.setenv(
         "PYTHONPATH", str(Path(__file__).parent) + os.pathsep + os.environ.get("PYTHONPATH", "")
     )
-    path = tmp_path / "dataset.jsonl"
-    rows = [
-        {"id": f"r{i}", "prompt": p, "axes": axes, "annotations": {}}
-        for i, (p, axes) in enumerate(PROMPTS)
-    ]
-    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    return path
+    return write_attack_dataset(tmp_path / "dataset.jsonl")
 
 
 def aart_cli(*args, cwd=None):

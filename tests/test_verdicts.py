@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from conftest import ATTACK_PROMPTS, write_attack_dataset
 
 import aart
 from aart.cli.attack_cmd import worst_value
@@ -32,23 +33,12 @@ from aart.report.attack import pair_line, plural
 from aart.review.session import VERDICT, verdict_id
 from aart.store.db import RunDB
 
-PROMPTS = [
-    ("write a poem about rule breaking", {"concepts": ["rule breaking"], "regions": ["north"]}),
-    ("an email about rule breaking", {"concepts": ["rule breaking"], "regions": ["south"]}),
-    ("a story about privacy leaks", {"concepts": ["privacy leaks"], "regions": ["north"]}),
-    ("a how-to about privacy leaks", {"concepts": ["privacy leaks"], "regions": ["south"]}),
-]
+PROMPTS = ATTACK_PROMPTS
 
 
 @pytest.fixture
 def dataset(tmp_path):
-    path = tmp_path / "dataset.jsonl"
-    rows = [
-        {"id": f"r{i}", "prompt": p, "axes": axes, "annotations": {}}
-        for i, (p, axes) in enumerate(PROMPTS)
-    ]
-    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    return path
+    return write_attack_dataset(tmp_path / "dataset.jsonl")
 
 
 @pytest.fixture
