@@ -111,6 +111,8 @@ def test_the_refusal_detector_alone_reports_a_non_refusal_rate_not_attack_succes
     for text in (md, html):
         assert "attack success" not in text.split("Strategies")[0]
         assert "complied (not refused)" in text and "not necessarily a violation" in text
+    # the heatmap's legend counts what the rate counts
+    assert "complied / prompts" in html and "failures / prompts" not in html
     summary = json.loads((out / "attack.json").read_text())
     assert summary["overall"]["successes"] == 4  # the keys stay
     assert summary["measures"] == "complied (not refused)"

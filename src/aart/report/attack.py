@@ -35,6 +35,7 @@ def _heatmap(
     b: str,
     untested_a: Sequence[str] = (),
     untested_b: Sequence[str] = (),
+    count: str = "failures",
 ) -> str:
     rows = sorted({c["a"] for c in cells}) + list(untested_a)
     cols = sorted({c["b"] for c in cells}) + list(untested_b)
@@ -60,8 +61,8 @@ def _heatmap(
                 )
         body.append(f"<tr><th>{esc(r)}</th>{''.join(tds)}</tr>")
     legend = (
-        "<p class='muted'>failures / prompts; red by the lower end of the 95% interval (1/1 "
-        "is pale, 12/12 deep); green: tested, no failure; &middot;: not tested</p>"
+        f"<p class='muted'>{esc(count)} / prompts; red by the lower end of the 95% interval "
+        f"(1/1 is pale, 12/12 deep); green: tested, no {'failure' if count == 'failures' else 'reply that complied'}; &middot;: not tested</p>"
     )
     return f"<div class='wide'><table>{head}{''.join(body)}</table></div>{legend}"
 
@@ -337,7 +338,9 @@ def attack_html(f: Findings) -> str:
         a, b = pair.split(" x ")
         parts.append(f"<h2>{esc(pair)}</h2>")
         if len({c["a"] for c in cells}) <= 40 and len({c["b"] for c in cells}) <= 30:
-            parts.append(_heatmap(cells, a, b, f.untested.get(a, []), f.untested.get(b, [])))
+            parts.append(
+                _heatmap(cells, a, b, f.untested.get(a, []), f.untested.get(b, []), _count_word(f))
+            )
         parts.append(
             "<h3>Worst cells</h3>"
             + table(
