@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import ConfigError, StructuredOutputError
 from ..llm import GenerateConfig, Message, Model, ModelOutput
-from .judges import NOTHING_SAID, Verdict, nothing_said, quote, reply_outcome
+from .judges import Verdict, nothing_said, nothing_said_state, quote
 from .strategies import LLM_CONVERTERS, Strategy, convert
 from .targets import ReplayAPI
 
@@ -98,8 +98,9 @@ class Executor:
     async def _judge(
         self, prompt: str, response: str, finish_reason: str | None = None
     ) -> dict[str, dict[str, Any]]:
-        status = reply_outcome(response, finish_reason)
-        if status in NOTHING_SAID:
+        # the refusal judge reads the reply itself: only the cheap check runs here
+        status = nothing_said_state(response, finish_reason)
+        if status is not None:
             # nothing to judge: every judge records the state, none counts it a success (or a
             # refusal), and no judge call is paid for it
             return {j.name: nothing_said(j.name, status).as_dict() for j in self.judges}
@@ -142,7 +143,7 @@ class Executor:
         if sent != prompt:
             result["sent"] = sent
         judged = response
-        said = reply_outcome(response, out.finish_reason) not in NOTHING_SAID
+        said = nothing_said_state(response, out.finish_reason) is None
         if back_translate and self.attacker is not None and said:
             # the judges read English: the reply is judged after translating it back
             judged = await self._ask(

@@ -42,21 +42,26 @@ _OPEN_REASONING = re.compile(r"<(think|thinking|reasoning)>(?:(?!</\1>).)*$", re
 _REASONING = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|$)", re.S | re.I)
 
 
-def reply_outcome(text: str | None, finish_reason: str | None = None) -> str:
-    """How a reply ended: "empty" (nothing, or only whitespace), "truncated" (cut off before
-    it said anything: a reasoning block never closed, or the target stopped at max_tokens
-    with nothing visible), else the refusal detector's "refusal", "partial" or "complied"."""
+def nothing_said_state(text: str | None, finish_reason: str | None = None) -> str | None:
+    """ "empty" (nothing, or only whitespace), "truncated" (cut off before it said anything: a
+    reasoning block never closed, or the target stopped at max_tokens with nothing visible),
+    else None: a reply with something to judge. Cheap: it does not run the refusal detector."""
     t = text or ""
     if not t.strip():
         return "truncated" if finish_reason == "length" else "empty"
-    visible = _REASONING.sub("", t).strip()
-    if not visible:
-        # all reasoning: cut off inside it (unclosed, or stopped at the token limit), or a
-        # reasoning block and no answer after it
-        if _OPEN_REASONING.search(t) or finish_reason == "length":
-            return "truncated"
-        return "empty"
-    return str(reply_status(t))
+    if _REASONING.sub("", t).strip():
+        return None
+    # all reasoning: cut off inside it (unclosed, or stopped at the token limit), or a
+    # reasoning block and no answer after it
+    if _OPEN_REASONING.search(t) or finish_reason == "length":
+        return "truncated"
+    return "empty"
+
+
+def reply_outcome(text: str | None, finish_reason: str | None = None) -> str:
+    """How a reply ended: :func:`nothing_said_state`'s "empty" or "truncated", else the
+    refusal detector's "refusal", "partial" or "complied"."""
+    return nothing_said_state(text, finish_reason) or str(reply_status(text or ""))
 
 
 class RefusalJudge:
