@@ -137,8 +137,8 @@ def test_weights_shift_the_mix():
 def test_edited_attempts_are_normalized():
     cells = [{"a": "x", "b": "p"}, {"a": "y", "b": "q"}]
     fewer = normalize_attempt({"id": "a1", "cells": cells, "queries": 1}, 5)
-    assert fewer["cells"] == cells[:1] and fewer["values"] == {"a": ["x"], "b": ["p"]}
+    assert fewer.cells == cells[:1] and fewer.values == {"a": ["x"], "b": ["p"]}
     more = normalize_attempt({"id": "a1", "cells": cells, "queries": 3}, 5)
-    assert more["cells"] == [*cells, cells[0]] and more["queries"] == 3
+    assert more.cells == [*cells, cells[0]] and more.queries == 3
     dealt = normalize_attempt({"id": "a1", "values": {"a": ["x", "y"], "b": ["p"]}}, 3)
-    assert dealt["cells"] == [{"a": "x", "b": "p"}, {"a": "y", "b": "p"}, {"a": "x", "b": "p"}]
+    assert dealt.cells == [{"a": "x", "b": "p"}, {"a": "y", "b": "p"}, {"a": "x", "b": "p"}]

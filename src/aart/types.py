@@ -1,0 +1,310 @@
+"""The records that cross module boundaries on the dataset side: a cell, an attempt (one line
+of ``blueprint.jsonl``, one generation call), a dataset record with its provenance (one line
+of ``dataset.jsonl``), and the kind of a record stored in ``run.db``.
+
+They are pydantic models because they are file lines: a line is validated once, where it is
+read (``Attempt.from_line``, ``DatasetRecord.from_line``), and written back only at the
+storage boundary (``to_line``). The field names are the files' keys, so the files do not
+change. Extra keys are kept: the recipe's output fields and the columns users add travel with
+the record. This module imports nothing of aart but its errors (it is the bottom layer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+#: One query's blueprint: exactly one value of every dimension ({dimension: value}). A plain
+#: mapping, not a model: it is a template's context and a JSON key as it stands.
+Cell = dict[str, str]
+
+
+def attempt_values(cells: Sequence[Mapping[str, str]]) -> dict[str, list[str]]:
+    """The values an attempt's cells use, per axis, sorted (what its template lists)."""
+    axes: list[str] = []
+    for c in cells:
+        axes += [a for a in c if a not in axes]
+    return {a: sorted({c[a] for c in cells if a in c}) for a in axes}
+
+
+def cells_from_values(values: Mapping[str, Sequence[str]], queries: int) -> list[Cell]:
+    """Cells for an attempt that lists only ``values``: each axis's values dealt round-robin,
+    so every listed value is used when there are enough queries."""
+    return [
+        {axis: vals[q % len(vals)] for axis, vals in values.items() if vals} for q in range(queries)
+    ]
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, for a message (never the value itself: it is data)."""
+    names = {str: "a string", list: "a list", dict: "an object", bool: "a boolean"}
+    return names.get(type(value), "null" if value is None else f"a {type(value).__name__}")
+
+
+def problem(e: ValidationError) -> str:
+    """One line saying what is wrong with a record (the first problem pydantic found), by
+    field path and the kind of value found, never the value (it is data) nor a traceback."""
+    err = e.errors(include_url=False)[0]
+    where = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "missing":
+        return f"`{where}` is missing"
+    found = _kind(err.get("input"))
+    expected = {
+        "string_type": "a string",
+        "dict_type": "an object",
+        "list_type": "a list",
+        "int_type": "a whole number",
+        "int_parsing": "a whole number",
+        "bool_type": "true or false",
+        "bool_parsing": "true or false",
+        "float_type": "a number",
+        "float_parsing": "a number",
+        "too_short": "not empty",
+        "string_too_short": "not empty",
+        "greater_than_equal": "at least 1",
+    }.get(err["type"], err["msg"].lower())
+    return f"`{where}` must be {expected} (found {found})" if where else err["msg"]
+
+
+class _Line(BaseModel):
+    # numbers where texts are expected (a hand-written `id: 3`) are read as texts; extra keys
+    # are kept, since users add columns and recipes add output fields
+    model_config = ConfigDict(extra="allow", coerce_numbers_to_str=True)
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """The keys beyond the declared fields, in the line's order."""
+        return dict(self.__pydantic_extra__ or {})
+
+
+class Attempt(_Line):
+    """One line of ``blueprint.jsonl``: a generation call asking for one query per cell.
+    ``values`` are the values its cells use (what its template lists) and ``queries`` their
+    number; ``avoid`` (job payloads only) holds, per cell position, prompts not to repeat.
+    Hand-added keys are kept."""
+
+    id: str = Field(min_length=1)
+    cells: list[Cell] = Field(min_length=1)
+    values: dict[str, list[str]]
+    queries: int = Field(ge=1)
+    avoid: dict[str, list[str]] | None = None
+    #: a top-up attempt's gap ({dimension: value}, written by `aart topup`)
+    topup_for: dict[str, str] | None = None
+
+    @classmethod
+    def of(cls, id: str, cells: list[Cell], **extra: Any) -> Attempt:
+        """An attempt for ``cells`` (their values and count derived from them)."""
+        return cls(id=id, cells=cells, values=attempt_values(cells), queries=len(cells), **extra)
+
+    @classmethod
+    def from_line(cls, line: Any, default_queries: int) -> Attempt:
+        """A blueprint line made consistent after a human edit: ``cells`` win; a ``queries``
+        below their number keeps the first cells, above it repeats them; a line with
+        ``values`` only gets cells dealt from them. Raises ValueError (one line, no
+        traceback) on a malformed line."""
+        if not isinstance(line, dict):
+            raise ValueError(f"each line must be a JSON object, not {_kind(line)}")
+        if not line.get("id"):
+            raise ValueError("each line needs an `id`")
+        raw = line.get("cells")
+        try:
+            if raw is not None:
+                shape = _Cells.model_validate({"cells": raw})
+                queries = _Queries.model_validate({"queries": line.get("queries", len(raw))})
+                cells = [dict(shape.cells[q % len(raw)]) for q in range(queries.queries)]
+            else:
+                values = line.get("values")
+                if not isinstance(values, dict) or not values:
+                    raise ValueError("each line needs `cells` (or a `values` mapping)")
+                listed = _Values.model_validate({"values": values})
+                queries = _Queries.model_validate({"queries": line.get("queries", default_queries)})
+                cells = cells_from_values(listed.values, queries.queries)
+            return cls.model_validate(
+                {**line, "cells": cells, "values": attempt_values(cells), "queries": len(cells)}
+            )
+        except ValidationError as e:
+            raise ValueError(problem(e)) from None
+
+    def to_line(self) -> dict[str, Any]:
+        """The blueprint line (or job payload) to write: its keys in the order read."""
+        line = self.model_dump(exclude_unset=True)
+        if line.get("avoid") is None:
+            line.pop("avoid", None)
+        return line
+
+
+class _Cells(BaseModel):
+    cells: list[dict[str, str]] = Field(min_length=1)
+
+
+class _Queries(BaseModel):
+    queries: int = Field(ge=1)
+
+
+class _Values(BaseModel):
+    model_config = ConfigDict(coerce_numbers_to_str=True)
+    values: dict[str, list[str]]
+
+
+class Provenance(_Line):
+    """Where a generated record came from: the run, recipe and model, the call's settings,
+    the job, and the cell's place in the blueprint (``attempt_id``, ``cell_index``). The
+    review's export adds ``edited`` (kept as an extra key)."""
+
+    run_id: str = ""
+    recipe: str = ""
+    recipe_hash: str = ""
+    model: str = ""
+    temperature: float | None = None
+    seed: int | None = None
+    round: int = 0
+    job_id: str = ""
+    call_id: int | str | None = None
+    cached: bool = False
+    created_at: str = ""
+    attempt_id: str = ""
+    cell_index: int = 0
+
+    @property
+    def slot(self) -> tuple[str, int]:
+        """(attempt id, cell index): where the record's cell stands in the blueprint."""
+        return self.attempt_id, self.cell_index
+
+
+#: the nested objects of a dataset record, written after its flat fields
+NESTED = ("cell", "annotations", "verified", "provenance")
+
+
+class DatasetRecord(_Line):
+    """One line of ``dataset.jsonl``: the prompt, the cell it was written for, the values the
+    model annotated, per dimension whether verification found the cell's value, and its
+    provenance. The recipe's other output fields (reasons, topics) and added columns are
+    extra keys, written between ``prompt`` and ``cell`` as generation writes them."""
+
+    id: str = ""
+    prompt: str
+    cell: Cell = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    verified: dict[str, bool] = Field(default_factory=dict)
+    #: empty (and not written) for a record that came without one
+    provenance: Provenance = Field(default_factory=Provenance)
+
+    @field_validator("cell", "annotations", "verified", mode="before")
+    @classmethod
+    def _no_nulls(cls, value: Any) -> Any:
+        """A null object, or a null value in one, is no value (as the evaluation reads it)."""
+        if value is None:
+            return {}
+        if isinstance(value, dict):
+            return {k: v for k, v in value.items() if v is not None}
+        return value
+
+    @classmethod
+    def from_line(cls, line: Any, where: str) -> DatasetRecord:
+        """A record read from a file; ``where`` ("path:line") locates a malformed one in the
+        one-line error (a :class:`~aart.errors.UsageError`, never a pydantic traceback)."""
+        from .errors import UsageError
+
+        if not isinstance(line, dict):
+            raise UsageError(f"{where}: expected a JSON object, found {_kind(line)}; fix the line")
+        try:
+            return cls.model_validate(line)
+        except ValidationError as e:
+            raise UsageError(f"{where}: {problem(e)}; fix the record") from None
+
+    def to_line(self) -> dict[str, Any]:
+        """The dataset line: id, prompt, the extra fields, then the nested objects (the key
+        order generation has always written)."""
+        set_ = self.model_fields_set
+        line: dict[str, Any] = {k: getattr(self, k) for k in ("id", "prompt") if k in set_}
+        line.update(self.extra)
+        for k in NESTED:
+            if k == "provenance" and k in set_:
+                line[k] = self.provenance.model_dump(exclude_unset=True)
+            elif k in set_:
+                line[k] = dict(getattr(self, k))
+        return line
+
+    def rejected(self, reason: str) -> DatasetRecord:
+        """This record kept out of the dataset, with why (stored beside it in run.db)."""
+        return self.model_copy(update={"reason": reason})
+
+    def flat(self) -> dict[str, Any]:
+        """One flat row for CSV and Parquet: ``cell_<dim>``, ``annotated_<dim>``,
+        ``verified_<dim>`` and ``provenance_<key>`` columns after the flat fields."""
+        line = self.to_line()
+        row = {k: v for k, v in line.items() if k not in NESTED}
+        for axis, v in self.cell.items():
+            row[f"cell_{axis}"] = v
+        for axis, ok in self.verified.items():
+            row[f"verified_{axis}"] = ok
+        for axis, v in self.annotations.items():
+            row[f"annotated_{axis}"] = v
+        for k, v in (line.get("provenance") or {}).items():
+            row[f"provenance_{k}"] = v
+        return row
+
+
+class Rejection(_Line):
+    """An item or answer kept out of the dataset (invalid, refused, or a short answer), with
+    why: the item and its cell, or the raw answer, or how many queries were missing."""
+
+    reason: str = ""
+    item: Any = None
+    cell: Cell | None = None
+    raw_text: str | None = None
+    missing: int = 0
+
+    @property
+    def is_item(self) -> bool:
+        """One item of an answer (not the whole answer, nor a count of missing ones)."""
+        return "item" in self.model_fields_set
+
+    @property
+    def is_answer(self) -> bool:
+        """A whole answer (a call that never parsed, or a refusal of the call)."""
+        return "raw_text" in self.model_fields_set
+
+    def to_line(self) -> dict[str, Any]:
+        return self.model_dump(exclude_unset=True)
+
+
+class RecordKind(StrEnum):
+    """What a record stored in ``run.db`` is (its own column beside the job's stage).
+    Before migration 6 the kind was a suffix of the stage ("generate.refused")."""
+
+    #: a faithful generated prompt: a candidate for the dataset
+    PROMPT = "prompt"
+    #: an item that failed validation, an answer that never parsed, or a short answer
+    INVALID = "invalid"
+    #: an item, answer or request the model (or the provider's filter) refused
+    REFUSED = "refused"
+    #: a valid item that failed verification against its cell
+    UNFAITHFUL = "unfaithful"
+    #: faithful, but restating its cell: rejected for diversity and topped up
+    ALIKE = "alike"
+    #: one attack job's result
+    RESULT = "result"
+
+    @property
+    def stage(self) -> str:
+        """The job stage whose jobs write this kind."""
+        return "attack" if self is RecordKind.RESULT else "generate"
+
+    @classmethod
+    def of(cls, value: RecordKind | str) -> RecordKind:
+        """The kind a legacy stage string names: "generate" (its prompts), "attack" (its
+        results), or a suffixed stage such as "generate.refused"."""
+        if isinstance(value, RecordKind):
+            return value
+        stage, _, suffix = value.partition(".")
+        if suffix:
+            return cls(suffix)
+        if stage == "attack":
+            return cls.RESULT
+        if stage == "generate":
+            return cls.PROMPT
+        return cls(stage)
