@@ -29,17 +29,19 @@ from ..textsim import (
     nn_similarity,
     normalize,
 )
-from ..types import Attempt, Cell, DatasetRecord, Provenance, Rejection
+from ..types import Attempt, Cell, DatasetRecord, Provenance, RecordKind, Rejection
 from .prompting import label, output_fields, output_schema, render_messages
 from .scope import scoped_values
 from .verify import CellVerifier
 
+#: the job stage of generation; its records' kinds are aart.types.RecordKind
 STAGE = "generate"
-INVALID = "generate.invalid"
-REFUSED = "generate.refused"
-UNFAITHFUL = "generate.unfaithful"
+PROMPT = RecordKind.PROMPT
+INVALID = RecordKind.INVALID
+REFUSED = RecordKind.REFUSED
+UNFAITHFUL = RecordKind.UNFAITHFUL
 #: faithful, but restating its cell: rejected for diversity and topped up
-ALIKE = "generate.alike"
+ALIKE = RecordKind.ALIKE
 RESTATED = "restates its cell"
 CELL_COPY = "near copy of a prompt of its cell"
 DATASET_COPY = "near copy of another prompt"
@@ -129,7 +131,7 @@ class GenerateStats:
 
 Slot = tuple[str, int]  # (attempt id, cell index): where a cell stands in the blueprint
 #: a job's records before they are stored: (record id, kind, record)
-Stored = tuple[str, str, DatasetRecord | Rejection]
+Stored = tuple[str, RecordKind, DatasetRecord | Rejection]
 #: per attempt and cell index, the prompts a top-up of the cell should not repeat
 Avoid = dict[str, dict[int, list[str]]]
 
@@ -235,15 +237,13 @@ class Generator:
             # the provider's content filter refused the request: a refusal, topped up
             records.append((f"{jid}:call", REFUSED, Rejection(reason=str(e)[:300], raw_text="")))
             self._complete(jid, records)
-            self._tick()
             return
         except StructuredOutputError as e:
-            stage = REFUSED if reply_refuses(e.raw_text) else INVALID
+            kind = REFUSED if reply_refuses(e.raw_text) else INVALID
             records.append(
-                (f"{jid}:call", stage, Rejection(reason=str(e), raw_text=e.raw_text[:2000]))
+                (f"{jid}:call", kind, Rejection(reason=str(e), raw_text=e.raw_text[:2000]))
             )
             self._complete(jid, records)
-            self._tick()
             return
         prov = dict(
             run_id=self.run.id,
@@ -278,7 +278,7 @@ class Generator:
                 restated = record.rejected(f"{RESTATED} ({overlap:.0%} of its words)")
                 records.append((record.id, ALIKE, restated))
             elif all(passed.values()):
-                records.append((record.id, STAGE, record))
+                records.append((record.id, PROMPT, record))
             else:
                 unfaithful = record.rejected(_unfaithful_reason(cell, passed))
                 records.append((record.id, UNFAITHFUL, unfaithful))
@@ -319,9 +319,9 @@ class Generator:
                 else:
                     seen.add(text, pos)
             if clean is None:
-                stage = REFUSED if reason == "refusal" else INVALID
+                kind = REFUSED if reason == "refusal" else INVALID
                 records.append(
-                    (f"{jid}:{pos}", stage, Rejection(reason=reason, item=item, cell=cell))
+                    (f"{jid}:{pos}", kind, Rejection(reason=reason, item=item, cell=cell))
                 )
                 continue
             valid.append((pos, cell, clean))
@@ -409,7 +409,7 @@ class Generator:
             here = cells.get(p.attempt_id, [])
             return p.cell_index < len(here) and here[p.cell_index] == r.cell
 
-        candidates = sorted(filter(stands, self._prompts(STAGE)), key=key)
+        candidates = sorted(filter(stands, self._prompts(PROMPT)), key=key)
         g = self.recipe.generate
         index = DuplicateIndex(g.near_duplicate_threshold)
         similar = DuplicateIndex(g.max_similarity or 1.0, n=2)
@@ -449,12 +449,12 @@ class Generator:
         stats = self._stats(jobs, candidates, kept, duplicates)
         return kept, duplicates, stats, avoid
 
-    def _prompts(self, kind: str, jobs: set[str] | None = None) -> Iterator[DatasetRecord]:
+    def _prompts(self, kind: RecordKind, jobs: set[str] | None = None) -> Iterator[DatasetRecord]:
         """The stored records of ``kind`` that are prompts (kept, alike or unfaithful)."""
         for line in self.run.db.records(kind, jobs):
             yield DatasetRecord.model_validate(line)
 
-    def _rejections(self, kind: str, jobs: set[str]) -> list[Rejection]:
+    def _rejections(self, kind: RecordKind, jobs: set[str]) -> list[Rejection]:
         return [Rejection.model_validate(line) for line in self.run.db.records(kind, jobs)]
 
     def _cell_copy(
