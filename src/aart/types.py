@@ -12,6 +12,7 @@ the record. This module imports nothing of aart but its errors (it is the bottom
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
@@ -308,3 +309,112 @@ class RecordKind(StrEnum):
         if stage == "generate":
             return cls.PROMPT
         return cls(stage)
+
+
+# -- the evaluation (`aart evaluate`, `aart.evaluate.evaluate`) -------------------------------
+
+
+class _Keyed:
+    """Read access by key too (``ev["datasets"][0]["coverage"]``), for code written against
+    the dict that ``evaluate()`` returned before it was typed."""
+
+    def _keys(self) -> list[str]:
+        """The keys its JSON object has."""
+        return [f.name for f in fields(self)]  # type: ignore[arg-type]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
+@dataclass
+class DatasetEvaluation(_Keyed):
+    """What `aart evaluate` measured of one dataset. The measures' own figures (coverage per
+    axis, the diversity metrics, the topics) are the dicts their modules compute."""
+
+    name: str
+    prompts: int
+    #: tokens the dataset's run (or baseline) spent per prompt, when its directory says
+    tokens_per_prompt: float | None
+    coverage: dict[str, dict[str, Any]]
+    annotations: dict[str, dict[str, Any]]
+    agreement: dict[str, dict[str, Any]]
+    length: dict[str, Any]
+    diversity: dict[str, Any]
+    vocabulary: int
+    #: share of the sampled records whose prompt restates its cell (None: no cells)
+    restated_cell_share: float | None
+    restated_checked: int
+    notes: list[str] = field(default_factory=list)
+    #: topic figures, when topics were labelled (absent from the JSON otherwise)
+    topics: dict[str, Any] | None = None
+
+    def _keys(self) -> list[str]:
+        keys = super()._keys()
+        return keys if self.topics is not None else [k for k in keys if k != "topics"]
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if d["topics"] is None:
+            del d["topics"]
+        return d
+
+
+@dataclass
+class DiversityGap(_Keyed):
+    """A diversity figure the Gaps section flags, against the reference's."""
+
+    dataset: str
+    measure: str
+    value: float
+    reference: float | None
+    text: str
+
+
+@dataclass
+class Table(_Keyed):
+    """The Table-2-style comparison: a header and one row of texts per dataset."""
+
+    header: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class Evaluation(_Keyed):
+    """What ``evaluate()`` returns; :meth:`as_dict` is ``evaluation.json`` (written only by
+    the report, at the storage boundary)."""
+
+    #: the figures diversity is held against (a reference dataset's, or the released AART's)
+    reference: dict[str, Any]
+    diversity_gaps: list[DiversityGap]
+    #: where the value lists came from (a recipe, a run, a directory, the records)
+    values_from: str
+    value_lists: dict[str, list[str]]
+    datasets: list[DatasetEvaluation]
+    table: Table
+    #: the embedder used (None: embeddings off)
+    embeddings: str | None
+    #: the people's labels of the dataset (`aart review`), when there are any
+    human_review: dict[str, Any] | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "reference": self.reference,
+            "diversity_gaps": [asdict(g) for g in self.diversity_gaps],
+            "values_from": self.values_from,
+            "value_lists": self.value_lists,
+            "datasets": [d.as_dict() for d in self.datasets],
+            "table": asdict(self.table),
+            "embeddings": self.embeddings,
+            "human_review": self.human_review,
+        }
