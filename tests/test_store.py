@@ -3,8 +3,8 @@ import json
 
 import pyarrow.parquet as pq
 
+from aart.data.export import read_jsonl, write_csv, write_jsonl, write_parquet
 from aart.store.db import MIGRATIONS, RunDB
-from aart.store.export import read_jsonl, write_csv, write_jsonl, write_parquet
 from aart.types import RecordKind
 
 PROMPT, INVALID = RecordKind.PROMPT, RecordKind.INVALID

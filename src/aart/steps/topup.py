@@ -8,9 +8,9 @@ import math
 import random
 from typing import Any
 
+from ..data.load import iter_records
 from ..errors import UsageError
 from ..evaluate.coverage import coverage
-from ..evaluate.data import iter_records
 from ..store.rundir import Run
 from ..types import Attempt
 from .scope import make_attempt, scoped_values

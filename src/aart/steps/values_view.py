@@ -11,8 +11,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..data.load import iter_records
 from ..evaluate.coverage import coverage
-from ..evaluate.data import iter_records
 from ..store.rundir import Run
 from .scope import scoped_values
 
