@@ -642,3 +642,18 @@ def test_evaluation_json_keeps_its_keys(tmp_path):
         if p.count(".") <= 1 or (p.count(".") == 2 and p.startswith(measures))
     ]
     assert keys == EVALUATION_JSON_KEYS
+
+
+def test_a_malformed_dataset_record_is_refused_with_its_line(tmp_path):
+    from aart.data.load import iter_records
+    from aart.errors import UsageError
+
+    path = tmp_path / "dataset.jsonl"
+    good = {"id": "r0", "prompt": "a mild prompt", "cell": {"formats": "email"}}
+    bad = {"id": "r1", "prompt": "another mild prompt", "cell": "email"}
+    path.write_text(json.dumps(good) + "\n\n" + json.dumps(bad) + "\n")
+    records = iter_records(path)
+    assert next(records).cell == {"formats": "email"}
+    with pytest.raises(UsageError) as e:
+        next(records)
+    assert str(e.value) == (f"{path}:3: `cell` must be an object (found a string); fix the record")
