@@ -244,8 +244,9 @@ class DatasetRecord(_Line):
             row[f"verified_{axis}"] = ok
         for axis, v in self.annotations.items():
             row[f"annotated_{axis}"] = v
-        for k, v in (line.get("provenance") or {}).items():
-            row[f"provenance_{k}"] = v
+        if "provenance" in self.model_fields_set:
+            for k, v in self.provenance.model_dump(exclude_unset=True).items():
+                row[f"provenance_{k}"] = v
         return row
 
 
