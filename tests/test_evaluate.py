@@ -656,4 +656,4 @@ def test_a_malformed_dataset_record_is_refused_with_its_line(tmp_path):
     assert next(records).cell == {"formats": "email"}
     with pytest.raises(UsageError) as e:
         next(records)
-    assert str(e.value) == (f"{path}:3: `cell` must be an object (found a string); fix the record")
+    assert str(e.value) == (f"{path}:3: `cell` is a string, not an object; fix the record")

@@ -150,7 +150,7 @@ def test_a_malformed_attempt_says_which_field(tmp_path):
 
     from aart.types import Attempt
 
-    with pytest.raises(ValueError, match=r"^`cells.1.b` must be a string \(found a list\)$"):
+    with pytest.raises(ValueError, match=r"^`cells.1.b` is a list, not a string$"):
         Attempt.from_line({"id": "a1", "cells": [{"b": "p"}, {"b": ["p", "q"]}]}, 2)
     with pytest.raises(ValueError, match=r"^`queries` must be at least 1"):
         Attempt.from_line({"id": "a1", "cells": [{"b": "p"}], "queries": 0}, 2)

@@ -209,7 +209,7 @@ def test_a_record_with_a_malformed_cell_is_refused_with_its_place(tmp_path):
     with pytest.raises(UsageError) as e:
         open_review(dataset, reviewer="ana")
     said = str(e.value)
-    assert said.startswith(f"{dataset}: record 3: `cell.concepts` must be a string")
+    assert said.startswith(f"{dataset}: record 3: `cell.concepts` is a list, not a string")
     assert said.endswith("fix the record") and "\n" not in said
 
 

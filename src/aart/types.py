@@ -39,7 +39,7 @@ def cells_from_values(values: Mapping[str, Sequence[str]], queries: int) -> list
     ]
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
     """What a JSON value is, for a message (never the value itself: it is data)."""
     names = {str: "a string", list: "a list", dict: "an object", bool: "a boolean"}
     return names.get(type(value), "null" if value is None else f"a {type(value).__name__}")
@@ -47,27 +47,32 @@ def _kind(value: Any) -> str:
 
 def problem(e: ValidationError) -> str:
     """One line saying what is wrong with a record (the first problem pydantic found), by
-    field path and the kind of value found, never the value (it is data) nor a traceback."""
+    field path and the kind of value found, never the value (it is data) nor a traceback;
+    worded as the dataset loader words its own checks ("`cell` is a string, not an object")."""
     err = e.errors(include_url=False)[0]
-    where = ".".join(str(p) for p in err["loc"])
-    if err["type"] == "missing":
+    where = ".".join(str(p) for p in err["loc"]) or "the line"
+    kind = err["type"]
+    if kind == "missing":
         return f"`{where}` is missing"
-    found = _kind(err.get("input"))
+    if kind in ("too_short", "string_too_short"):
+        return f"`{where}` is empty"
+    if kind == "greater_than_equal":
+        return f"`{where}` must be at least {err.get('ctx', {}).get('ge')}"
     expected = {
         "string_type": "a string",
         "dict_type": "an object",
         "list_type": "a list",
         "int_type": "a whole number",
         "int_parsing": "a whole number",
+        "int_from_float": "a whole number",
         "bool_type": "true or false",
         "bool_parsing": "true or false",
         "float_type": "a number",
         "float_parsing": "a number",
-        "too_short": "not empty",
-        "string_too_short": "not empty",
-        "greater_than_equal": "at least 1",
-    }.get(err["type"], err["msg"].lower())
-    return f"`{where}` must be {expected} (found {found})" if where else err["msg"]
+    }.get(kind)
+    if expected is None:
+        return f"`{where}`: {err['msg'].lower()}"
+    return f"`{where}` is {kind_of(err.get('input'))}, not {expected}"
 
 
 class _Line(BaseModel):
@@ -107,7 +112,7 @@ class Attempt(_Line):
         ``values`` only gets cells dealt from them. Raises ValueError (one line, no
         traceback) on a malformed line."""
         if not isinstance(line, dict):
-            raise ValueError(f"each line must be a JSON object, not {_kind(line)}")
+            raise ValueError(f"each line must be a JSON object, not {kind_of(line)}")
         if not line.get("id"):
             raise ValueError("each line needs an `id`")
         raw = line.get("cells")
@@ -210,7 +215,9 @@ class DatasetRecord(_Line):
         from .errors import UsageError
 
         if not isinstance(line, dict):
-            raise UsageError(f"{where}: expected a JSON object, found {_kind(line)}; fix the line")
+            raise UsageError(
+                f"{where}: expected a JSON object, found {kind_of(line)}; fix the line"
+            )
         try:
             return cls.model_validate(line)
         except ValidationError as e:

@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import UsageError
 from ..recipe import Value
 from ..types import DatasetRecord
+from ..types import kind_of as _kind
 from .export import iter_jsonl, utf8_lines
 
 # The released AART dataset's columns, mapped onto the demo recipe's dimensions.
@@ -173,12 +174,6 @@ def _tokens_per_prompt(path: Path) -> float | None:
                 return None
             return float(value) if isinstance(value, (int, float)) else None
     return None
-
-
-def _kind(value: Any) -> str:
-    """What a JSON value is, for a message (never the value itself: it is data)."""
-    names = {str: "a string", list: "a list", dict: "an object", bool: "a boolean"}
-    return names.get(type(value), f"a {type(value).__name__}")
 
 
 def parse_mapping(items: tuple[str, ...], what: str, form: str = "NAME=COLUMN") -> dict[str, str]:
