@@ -15,7 +15,7 @@ from ..errors import UsageError
 from ..recipe import Value
 from ..types import DatasetRecord
 from ..types import kind_of as _kind
-from .export import iter_jsonl, utf8_lines
+from .export import iter_jsonl, numbered_json_lines, utf8_lines
 
 # The released AART dataset's columns, mapped onto the demo recipe's dimensions.
 AART_AXES = {"policy_concepts": ("crime", None), "task_formats": ("use_case", ",")}
@@ -118,15 +118,7 @@ def iter_rows(path: Path, size: int | None = None) -> Iterator[list[dict[str, An
 def iter_records(path: Path) -> Iterator[DatasetRecord]:
     """The records of one of aart's own ``dataset.jsonl`` files, each validated where it is
     read: a malformed line is a usage error naming the file, the line and the fix."""
-    for n, line in utf8_lines(path):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UsageError(
-                f"{path}:{n}: not valid JSON ({e.msg}); fix or delete the line"
-            ) from None
+    for n, row in numbered_json_lines(path):
         yield DatasetRecord.from_line(row, f"{path}:{n}")
 
 
