@@ -42,7 +42,8 @@ def cells_from_values(values: Mapping[str, Sequence[str]], queries: int) -> list
 def kind_of(value: Any) -> str:
     """What a JSON value is, for a message (never the value itself: it is data)."""
     names = {str: "a string", list: "a list", dict: "an object", bool: "a boolean"}
-    return names.get(type(value), "null" if value is None else f"a {type(value).__name__}")
+    names |= {int: "a number", float: "a number", type(None): "null"}
+    return names.get(type(value), f"a {type(value).__name__}")
 
 
 def problem(e: ValidationError) -> str:
