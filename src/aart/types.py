@@ -282,6 +282,21 @@ class Rejection(_Line):
         return self.model_dump(exclude_unset=True)
 
 
+class Duplicate(_Line):
+    """One line of ``duplicates.jsonl``: a prompt left out for repeating a kept one."""
+
+    id: str
+    prompt: str
+    #: "exact", "near" (MinHash), or "similar" (too close to a kept prompt)
+    kind: str
+    duplicate_of: str
+    #: why a "similar" one was left out (a near copy of its cell's prompt, or of another)
+    reason: str | None = None
+
+    def to_line(self) -> dict[str, Any]:
+        return self.model_dump(exclude_unset=True)
+
+
 class RecordKind(StrEnum):
     """What a record stored in ``run.db`` is (its own column beside the job's stage).
     Before migration 6 the kind was a suffix of the stage ("generate.refused")."""
