@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 import re2
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .strategy_names import check_strategy
+
 IDENT = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
@@ -297,11 +299,9 @@ class AttackSection(Strict):
     @field_validator("strategies")
     @classmethod
     def _known(cls, specs: list[str]) -> list[str]:
-        from ..redteam.strategies import parse_strategy
-
         for spec in specs:
             try:
-                parse_strategy(spec)
+                check_strategy(spec)
             except Exception as e:  # a ConfigError: a located recipe error instead
                 raise ValueError(str(e)) from None
         return specs
