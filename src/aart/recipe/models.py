@@ -155,7 +155,8 @@ def compile_regex(pattern: str) -> Any:
 class Scope(Strict):
     """Step 2: filters, weights and the data mix."""
 
-    strategy: Literal["per-value", "balanced", "pairwise"] = "per-value"
+    #: how cells are drawn (``strategy:`` before; the loader still takes it, with a note)
+    mix: Literal["per-value", "balanced", "pairwise"] = "per-value"
     primary: str | None = None
     attempts_per_value: int = Field(2, ge=1, le=1000)
     attempts: int | None = Field(None, ge=1)
@@ -354,12 +355,12 @@ def cross_check(r: Recipe) -> list[tuple[Path, str, str]]:
                 )
             )
 
-    if s.strategy == "per-value":
+    if s.mix == "per-value":
         if s.primary is None:
             problems.append(
                 (
                     ("scope",),
-                    "strategy per-value needs a primary dimension",
+                    "mix per-value needs a primary dimension",
                     "add `primary: <dimension>` under `scope:`",
                 )
             )
@@ -371,10 +372,10 @@ def cross_check(r: Recipe) -> list[tuple[Path, str, str]]:
         problems.append(
             (
                 ("scope", key),
-                f"`{key}` applies to the per-value strategy only; {s.strategy} uses every "
+                f"`{key}` applies to the per-value mix only; {s.mix} uses every "
                 "dimension alike"
                 + (" (set `attempts:` for the number of attempts)" if key != "primary" else ""),
-                f"remove scope.{key}, or use strategy: per-value",
+                f"remove scope.{key}, or use mix: per-value",
             )
         )
     for section in ("sample", "filters", "weights"):
@@ -394,13 +395,13 @@ def cross_check(r: Recipe) -> list[tuple[Path, str, str]]:
                     "add it to attack.strategies, or remove its threshold",
                 )
             )
-    if s.sample and s.strategy != "per-value":
+    if s.sample and s.mix != "per-value":
         problems.append(
             (
                 ("scope", "sample"),
-                f"`sample` applies to the per-value strategy only; {s.strategy} assigns one value "
+                f"`sample` applies to the per-value mix only; {s.mix} assigns one value "
                 "of every dimension to each query by itself",
-                "remove scope.sample, or use strategy: per-value",
+                "remove scope.sample, or use mix: per-value",
             )
         )
     for name, k in s.sample.items():

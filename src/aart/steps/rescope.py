@@ -114,7 +114,7 @@ def rescope(
         return blueprint, done
     s = recipe.scope
     rng = random.Random(s.seed + 1)
-    primary = s.primary if s.strategy == "per-value" else None
+    primary = s.primary if s.mix == "per-value" else None
     out = [dict(a, cells=[dict(c) for c in a["cells"]]) for a in blueprint]
     changed: set[tuple[int, int]] = set()
 
