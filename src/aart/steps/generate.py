@@ -3,7 +3,6 @@ and annotated, refusals and shortfalls topped up, duplicates removed but counted
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import time
@@ -15,6 +14,7 @@ from typing import Any
 from ..cells import attempt_values
 from ..data.export import write_csv, write_jsonl, write_parquet
 from ..errors import ContentRejected, StructuredOutputError
+from ..ids import Slot, generation_seed, job_id
 from ..llm import GenerateConfig, Model
 from ..llm.batch import BatchQueue
 from ..recipe import Recipe
@@ -127,21 +127,6 @@ class GenerateStats:
         return d
 
 
-Slot = tuple[str, int]  # (attempt id, cell index): where a cell stands in the blueprint
-
-
-def job_id(slots: list[Slot], cells: list[dict[str, str]], round_: int) -> str:
-    digest = hashlib.sha1(json.dumps([slots, cells, round_], sort_keys=True).encode()).hexdigest()
-    return f"{slots[0][0]}:r{round_}:{digest[:10]}"
-
-
-def job_seed(base: int, job: str) -> int:
-    """Identical attempts never send identical requests: the seed depends on the job (its
-    attempt, cells and round), not only on the round."""
-    digest = hashlib.sha1(job.encode()).digest()
-    return (base + int.from_bytes(digest[:4], "big")) % (2**31)
-
-
 def _canonical(value: Any, allowed: list[str]) -> str | None:
     text = normalize(str(value))
     for a in allowed:
@@ -222,7 +207,7 @@ class Generator:
         slots: list[Slot] = [(aid, i) for aid, i in payload["slots"]]
         g = self.recipe.generate
         msgs = render_messages(self.recipe, attempt)
-        cfg = GenerateConfig(g.temperature, g.max_tokens, job_seed(g.seed, jid))
+        cfg = GenerateConfig(g.temperature, g.max_tokens, generation_seed(g.seed, jid))
         records: list[tuple[str, str, dict[str, Any]]] = []
         try:
             out = await self.model.generate(
