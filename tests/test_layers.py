@@ -52,6 +52,7 @@ SHIMS = {
     "aart.evaluate.data": "aart.data.load",
     "aart.evaluate.stream": "aart.data.stream",
     "aart.store.export": "aart.data.export",
+    "aart.interop.read": "aart.data.foreign",
 }
 
 #: (importer, imported) pairs still to remove, and who removes them
@@ -59,8 +60,6 @@ KNOWN_VIOLATIONS = {
     # the batch queue reaches into run.db: the transport seam (storage protocols in llm)
     ("aart.llm.batch", "aart.store.batches"): "h-transport",
     ("aart.llm.batch", "aart.store.db"): "h-transport",
-    # reading a promptfoo tests file or a Hugging Face folder lives in interop, above data
-    ("aart.data.load", "aart.interop"): "h-layers",
 }
 
 
