@@ -115,8 +115,14 @@ class Models(Strict):
     max_retries: int = Field(5, ge=0, le=20)
     structured_retries: int = Field(2, ge=0, le=10)
 
+    def for_role(self, role: str) -> str:
+        """The model of a role (define, generate, verify, judge, ...): its own, else default.
+        A model has a role; a job has a stage (the queue), a record a kind."""
+        return getattr(self, role, None) or self.default
+
     def for_stage(self, stage: str) -> str:
-        return getattr(self, stage, None) or self.default
+        """The old name of :meth:`for_role`."""
+        return self.for_role(stage)
 
 
 class Filter(Strict):

@@ -39,11 +39,11 @@ def model_options(recipe: Recipe, base_url: str | None = None) -> ModelOptions:
 def preflight(recipe: Recipe, model: str | None, base_url: str | None = None) -> None:
     """Build (and drop) every model a run will use, so a missing key, an unknown provider or
     a secret bound to no host fails before the run directory is created."""
-    stages = ["define", "generate"]
+    roles = ["define", "generate"]
     if any(d.verify == "llm" for d in recipe.dimensions.values()):
-        stages.append("verify")
-    for stage in stages:
-        create_api(model or recipe.models.for_stage(stage), model_options(recipe, base_url))
+        roles.append("verify")
+    for role in roles:
+        create_api(model or recipe.models.for_role(role), model_options(recipe, base_url))
 
 
 def recipe_prices(recipe: Recipe) -> dict[str, Price]:
