@@ -25,13 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from ..errors import EndpointDown, ProviderError, TransientError, UsageError
+from ..errors import Deferred, EndpointDown, ProviderError, TransientError, UsageError
 from ..store.batches import ANSWERED, CREATING, QUEUED, Batch, BatchRequest, BatchTables
 from .http_status import is_retryable, status_error
 from .limits import Budget, Price
-from .model import CallRecord
 from .providers.openai import MODES, OpenAIChatAPI, format_rejected, parse_usage
-from .types import GenerateConfig, Message, RawResponse, Usage
+from .types import CallRecord, GenerateConfig, Message, RawResponse, Usage
 
 if TYPE_CHECKING:
     from ..store.db import RunDB
@@ -79,10 +78,6 @@ class BatchSettings:
             import_from=self.import_from,
         )
         return self.made
-
-
-class Deferred(Exception):  # noqa: N818 - not an error: the call waits for a batch
-    """This call's answer comes with a batch: the job stays pending until it is imported."""
 
 
 def custom_id(tag: str | None, key: str) -> str:

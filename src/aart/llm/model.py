@@ -9,8 +9,7 @@ import json
 import logging
 import random
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import (
     ContentRejected,
@@ -24,8 +23,10 @@ from .adaptive import AdaptiveLimit, limit_for
 from .http_status import is_endpoint_fault
 from .limits import Budget, Price, RateLimiter, RetryPolicy
 from .providers.base import ModelAPI, ModelOptions, create_api
+from .storage import CallStore
 from .structured import parse_json, schema_errors
 from .types import (
+    CallRecord,
     GenerateConfig,
     Message,
     ModelOutput,
@@ -40,29 +41,7 @@ if TYPE_CHECKING:
     from .ray_executor import RayExecutor
 
 
-@dataclass
-class CallRecord:
-    """One paid call as the run store keeps it (never holds a secret)."""
-
-    model: str
-    cache_key: str
-    prompt_tokens: int
-    completion_tokens: int
-    latency: float
-    finish_reason: str
-    #: None: a paid model without a price (shown as "unpriced", never as $0)
-    cost: float | None
-    error: str | None = None
-    raw_text: str | None = None
-    tag: str | None = None
-
-
-class CallStore(Protocol):
-    """What the model layer needs from storage: a response cache and a call log."""
-
-    def cache_get(self, key: str) -> dict[str, Any] | None: ...
-    def cache_put(self, key: str, model: str, value: dict[str, Any]) -> None: ...
-    def record_call(self, record: CallRecord, row: int | None = None) -> int: ...
+__all__ = ["ABANDONED", "CallRecord", "CallStore", "Model", "cache_key", "get_model"]
 
 
 def cache_key(

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..llm.model import CallRecord
+from ..llm.types import CallRecord
 from .lock import DirLock, dir_lock
 
 # Numbered migrations: index i upgrades user_version i to i+1. Append only.
