@@ -7,13 +7,10 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..errors import Deferred, EndpointDown, Exported, ProviderError
 from ..llm.limits import BudgetExhausted
-
-if TYPE_CHECKING:
-    from ..llm.batch import BatchQueue
 
 T = TypeVar("T")
 
@@ -51,6 +48,19 @@ class JobStore(Protocol):
     def fail_job(self, job_id: str, error: str) -> None: ...
 
 
+class Rounds(Protocol):
+    """What the runner needs of a batch transport (aart.llm.transport.batch) between rounds
+    of jobs: the batch API's life cycle (submit, poll, adopt, import, pay) stays there."""
+
+    export_to: Any
+
+    async def resume(self) -> None: ...
+    def queued(self) -> int: ...
+    def exported(self) -> int: ...
+    def export(self, path: Any) -> list[tuple[Any, str, int]]: ...
+    async def flush(self) -> None: ...
+
+
 #: a job's lease: renewed every third of it while the worker lives; a killed worker's jobs
 #: go back at once on this machine, elsewhere when the lease runs out
 LEASE_SECONDS = 60.0
@@ -63,7 +73,7 @@ async def run_jobs(
     stage: str,
     worker: Callable[[tuple[str, dict[str, Any]]], Awaitable[None]],
     concurrency: int,
-    batch: BatchQueue | None = None,
+    batch: Rounds | None = None,
 ) -> int:
     """Run the jobs of ``stage``, taking them by lease, so any number of processes on the
     same run directory split them and none is done twice. Returns when no job is left to take

@@ -30,7 +30,7 @@ from ..store.batches import ANSWERED, CREATING, QUEUED, Batch, BatchRequest, Bat
 from .http_status import is_retryable, status_error
 from .limits import Budget, Price
 from .providers.openai import MODES, OpenAIChatAPI, format_rejected, parse_usage
-from .types import CallRecord, GenerateConfig, Message, RawResponse, Usage
+from .types import Call, CallRecord, GenerateConfig, Message, RawResponse, Usage
 
 if TYPE_CHECKING:
     from ..store.db import RunDB
@@ -64,12 +64,16 @@ class BatchSettings:
     import_from: Path | None = None
     poll: float = 5.0
     poll_max: float = 60.0
-    #: the queue :meth:`queue` made last, for the caller's report
+    #: the queue :meth:`start` made last, for the caller's report
     made: BatchQueue | None = None
 
-    def queue(self, db: RunDB, budget: Budget | None) -> BatchQueue:
+    def start(self, store: Any, budget: Budget | None) -> BatchQueue:
+        """The batch transport of a run: its requests and answers live in ``store`` (a
+        run's ``run.db``, so they survive a crash)."""
+        if store is None:
+            raise UsageError("batch mode needs a run directory to keep its requests in")
         self.made = BatchQueue(
-            db,
+            store,
             budget=budget,
             poll=self.poll,
             poll_max=self.poll_max,
@@ -78,6 +82,10 @@ class BatchSettings:
             import_from=self.import_from,
         )
         return self.made
+
+    def queue(self, db: RunDB, budget: Budget | None) -> BatchQueue:
+        """The name before the transport seam."""
+        return self.start(db, budget)
 
 
 def custom_id(tag: str | None, key: str) -> str:
@@ -93,7 +101,11 @@ def request_lines(requests: Iterable[BatchRequest]) -> Iterator[bytes]:
 
 
 class BatchQueue:
-    """The run's batch requests and answers, shared by every model built in batch mode."""
+    """The run's batch requests and answers, shared by every model built in batch mode: the
+    batch transport (a call is answered if a batch brought its answer, else queued and
+    :class:`Deferred`)."""
+
+    online = False
 
     def __init__(
         self,
@@ -130,8 +142,18 @@ class BatchQueue:
         others (a local model, an HTTP target) are answered online as usual."""
         return isinstance(api, OpenAIChatAPI)
 
-    def register(self, model: Model) -> None:
+    def attach(self, model: Model) -> None:
+        """A model in batch mode: its prices and accounting pay for its batches' answers."""
         self.models[model.name] = model
+
+    register = attach  # the name before the transport seam
+
+    async def send(self, api: Any, call: Call) -> RawResponse:
+        model = self.models[call.model]
+        return self.answer(model, call.key, call.messages, call.config, call.schema, call.tag)
+
+    def close(self) -> None:
+        pass
 
     def answer(
         self,

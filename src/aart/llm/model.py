@@ -25,7 +25,9 @@ from .limits import Budget, Price, RateLimiter, RetryPolicy
 from .providers.base import ModelAPI, ModelOptions, create_api
 from .storage import CallStore
 from .structured import parse_json, schema_errors
+from .transport.direct import DIRECT
 from .types import (
+    Call,
     CallRecord,
     GenerateConfig,
     Message,
@@ -37,9 +39,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:
-    from .batch import BatchQueue
-    from .ray_executor import RayExecutor
-
+    from .transport.base import Transport
 
 __all__ = ["ABANDONED", "CallRecord", "CallStore", "Model", "cache_key", "get_model"]
 
@@ -85,6 +85,7 @@ class Model:
         price: Price | None = None,
         budget: Budget | None = None,
         seed: int = 0,
+        transport: Transport | None = None,
     ) -> None:
         self.name = name
         self.api = api
@@ -114,10 +115,8 @@ class Model:
         self._probe_lock = asyncio.Lock()
         #: why the endpoint is considered down; once set, every call raises EndpointDown
         self.down: str | None = None
-        #: batch mode: calls are answered by batches (see aart.llm.batch), not sent one by one
-        self.batch: BatchQueue | None = None
-        #: --executor ray: the calls run on Ray workers (see aart.llm.ray_executor)
-        self.remote: RayExecutor | None = None
+        #: how the calls travel (aart.llm.transport): direct, on Ray workers, in batches
+        self.transport: Transport = transport or DIRECT
 
     @property
     def endpoint(self) -> str:
@@ -199,7 +198,11 @@ class Model:
                 cfg = GenerateConfig(
                     config.temperature, config.max_tokens, config.seed + 7919 * attempt, config.stop
                 )
-            raw, latency, hold, row = await self._call(messages, cfg, schema, tag)
+            # the request's own key (a re-ask's seed differs): what names it in a batch
+            ckey = key if cfg is config else cache_key(self.endpoint, messages, cfg, schema)
+            raw, latency, hold, row = await self._call(
+                Call(self.name, ckey, messages, cfg, schema, tag)
+            )
             limit = answer_limit(cfg.max_tokens)
             if len(raw.text) > limit:  # an endpoint that ignored max_tokens
                 raw.text, raw.truncated = raw.text[:limit], True
@@ -257,21 +260,15 @@ class Model:
             raw_text=last_text,
         )
 
-    async def _call(
-        self,
-        messages: list[Message],
-        config: GenerateConfig,
-        schema: dict[str, Any] | None,
-        tag: str | None = None,
-    ) -> tuple[RawResponse, float, tuple[int, float], int | None]:
+    async def _call(self, call: Call) -> tuple[RawResponse, float, tuple[int, float], int | None]:
         """One logical call: rate limit, concurrency slot, and retries on transient errors.
         A call that fails for good raises ProviderError (that job's failure), or EndpointDown
-        when the endpoint itself is unusable. In batch mode, the answer a batch brought, or
-        Deferred."""
-        if self.batch is not None:
-            key = cache_key(self.endpoint, messages, config, schema)
-            answer = self.batch.answer(self, key, messages, config, schema, tag)
-            return answer, 0.0, (0, 0.0), None
+        when the endpoint itself is unusable."""
+        if not self.transport.online:
+            # collected, not sent (a batch's answer, paid when imported; else Deferred): the
+            # policies below are for requests sent from here
+            return await self.transport.send(self.api, call), 0.0, (0, 0.0), None
+        messages, config = call.messages, call.config
         attempt = 0
         while True:
             if self.down is not None:
@@ -291,9 +288,9 @@ class Model:
                 start = time.perf_counter()
                 raw: RawResponse | None = None
                 err: ProviderError | None = None
-                row = self._begin(tag)
+                row = self._begin(call.tag)
                 try:
-                    raw = await self._send(messages, config, schema)
+                    raw = await self._send(call)
                 except TimeoutError as e:
                     # The server may have run it: count the prompt it read, and read the
                     # silence as load.
@@ -314,7 +311,7 @@ class Model:
                     )
                 if raw is not None:
                     self._failed_in_a_row = 0
-                    self._last_ok = (messages, config, schema)
+                    self._last_ok = (messages, config, call.schema)
                     return raw, time.perf_counter() - start, hold, row
             except BaseException:
                 if self.budget is not None:
@@ -392,7 +389,7 @@ class Model:
         start = time.perf_counter()
         row = self._begin("probe")
         try:
-            raw = await self._send(messages, config, schema)
+            raw = await self._send(Call(self.name, "probe", messages, config, schema, "probe"))
         except (ProviderError, TimeoutError) as e:
             if self.budget is not None:
                 self.budget.release(hold)
@@ -447,18 +444,12 @@ class Model:
             row,
         )
 
-    async def _send(
-        self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
-    ) -> RawResponse:
-        """One request, directly or on a Ray worker, under the call deadline (unless the
-        provider keeps its own, as streams do)."""
-        call = (
-            self.remote.complete(self.api, self.concurrency, messages, config, schema)
-            if self.remote is not None
-            else self.api.complete(messages, config, schema)
-        )
+    async def _send(self, call: Call) -> RawResponse:
+        """One request through the transport, under the call deadline (unless the provider
+        keeps its own, as streams do)."""
         return await asyncio.wait_for(
-            call, None if self.api.manages_deadlines else self.options.timeout
+            self.transport.send(self.api, call),
+            None if self.api.manages_deadlines else self.options.timeout,
         )
 
     def _begin(self, tag: str | None) -> int | None:

@@ -74,6 +74,19 @@ class ModelOutput:
     truncated: bool = False
 
 
+@dataclass(frozen=True)
+class Call:
+    """One request as a transport carries it: the model's name, the call's cache key (which
+    also names it in a batch), what is asked, and the job it belongs to (``tag``)."""
+
+    model: str
+    key: str
+    messages: list[Message]
+    config: GenerateConfig
+    schema: dict[str, Any] | None = None
+    tag: str | None = None
+
+
 @dataclass
 class CallRecord:
     """One paid call as the run store keeps it (never holds a secret)."""

@@ -15,7 +15,7 @@ from typing import Any
 from ..cells import attempt_values
 from ..errors import ContentRejected, StructuredOutputError
 from ..llm import GenerateConfig, Model
-from ..llm.batch import BatchQueue
+from ..llm.transport.batch import BatchTransport
 from ..recipe import Recipe
 from ..refusal import prompt_is_refusal, reply_refuses
 from ..runner import run_jobs
@@ -201,7 +201,7 @@ class Generator:
         model: Model,
         progress: Callable[[], None] | None = None,
         verifier: CellVerifier | None = None,
-        batch: BatchQueue | None = None,
+        batch: BatchTransport | None = None,
     ) -> None:
         self.run = run
         self.model = model
@@ -668,7 +668,7 @@ async def generate_run(
     model: Model,
     progress: Callable[[], None] | None = None,
     verifier_model: Model | None = None,
-    batch: BatchQueue | None = None,
+    batch: BatchTransport | None = None,
 ) -> GenerateStats:
     """Run Step 3 for the run's blueprint (resuming finished jobs), verify every prompt against
     its cell, and write the dataset. With ``batch``, the calls go through batches."""

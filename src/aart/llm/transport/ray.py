@@ -25,11 +25,16 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ContentRejected, EndpointDown, ProviderError, TransientError, UsageError
 from ..providers.base import ModelAPI, ModelOptions
-from ..types import GenerateConfig, Message, RawResponse, estimate_tokens
+from ..types import Call, GenerateConfig, Message, RawResponse, estimate_tokens
+
+if TYPE_CHECKING:
+    from ..limits import Budget
+    from ..model import Model
+    from ..storage import CallStore
 
 NAMESPACE = "aart"
 
@@ -150,13 +155,18 @@ class RaySettings:
     address: str | None = None
     num_cpus: int | None = None
 
-    def start(self) -> RayExecutor:
+    def start(self, store: CallStore | None = None, budget: Budget | None = None) -> RayExecutor:
+        """Connect (see :class:`RayExecutor`); the calls' store and budget stay the driver's."""
         return RayExecutor(self.address, num_cpus=self.num_cpus)
 
 
 class RayExecutor:
-    """Connects to a Ray cluster (``address``, else ``RAY_ADDRESS``, else a local one with
-    ``num_cpus``) and sends the calls of OpenAI-compatible models to its workers."""
+    """The Ray transport: connects to a Ray cluster (``address``, else ``RAY_ADDRESS``, else
+    a local one with ``num_cpus``) and sends the calls of OpenAI-compatible models to its
+    workers. The model's policies (budget, retries, its own adaptive limit) stay in the
+    driver; the cluster-wide limiter actor bounds the endpoint for every driver."""
+
+    online = True
 
     def __init__(
         self, address: str | None = None, *, num_cpus: int | None = None, workers: int | None = None
@@ -188,6 +198,14 @@ class RayExecutor:
         from ..providers.openai import OpenAIChatAPI
 
         return isinstance(api, OpenAIChatAPI)
+
+    def attach(self, model: Model) -> None:
+        pass
+
+    async def send(self, api: ModelAPI, call: Call) -> RawResponse:
+        # the concurrency the model has (its options are the API's: see ModelFactory)
+        concurrency = api.options.concurrency or api.default_concurrency
+        return await self.complete(api, concurrency, call.messages, call.config, call.schema)
 
     def limiter(self, api: ModelAPI, concurrency: int) -> Any:
         """The endpoint's limiter actor, shared by every aart process on the cluster."""
@@ -236,10 +254,18 @@ class RayExecutor:
     async def limiter_stats(self) -> dict[str, dict[str, int]]:
         return {s: await lim.stats.remote() for s, lim in self._limiters.items()}
 
-    def shutdown(self) -> None:
+    def close(self) -> None:
+        """Kill the workers, and the local instance if this process started it."""
         ray = _ray()
         for w in self.workers:
             ray.kill(w)
         self.workers = []
         if self.started:
             ray.shutdown()
+            self.started = False
+
+    shutdown = close  # the name before the transport seam
+
+
+#: the Ray transport by its role's name
+RayTransport = RayExecutor
