@@ -1,8 +1,13 @@
-"""The transport seam: how a call travels is one object chosen once by an Execution."""
+"""The transport seam: how a call travels is one object chosen once by an Execution, and the
+model layer stands on its own (its storage is a protocol that aart.store implements)."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +20,36 @@ from aart.llm.transport.batch import BatchSettings
 from aart.llm.transport.direct import DIRECT
 from aart.llm.transport.ray import RaySettings
 from aart.llm.types import Call, RawResponse, Usage
+
+LLM = Path(__file__).resolve().parents[1] / "src" / "aart" / "llm"
+#: what the model layer may not import: the layers above it
+ABOVE = ("aart.store", "aart.jobs", "aart.steps", "aart.redteam", "aart.pipeline", "aart.cli")
+
+
+def test_importing_the_model_layer_imports_no_run_store():
+    code = (
+        "import sys, aart.llm.model, aart.llm.factory, aart.llm.transport.batch; "
+        f"print(sorted(m for m in sys.modules if m.startswith({ABOVE!r})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_no_module_of_the_model_layer_imports_a_layer_above_it():
+    bad = []
+    for path in sorted(LLM.rglob("*.py")):
+        package = "aart." + ".".join(path.relative_to(LLM.parent).with_suffix("").parts[:-1])
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+                name = f"{base}.{node.module}" if base and node.module else node.module or base
+            elif isinstance(node, ast.Import):
+                name = node.names[0].name
+            else:
+                continue
+            if name.startswith(ABOVE):
+                bad.append(f"{path.relative_to(LLM)}:{node.lineno} imports {name}")
+    assert not bad
 
 
 def test_batch_and_ray_exclude_each_other_and_nothing_scaled_goes_direct():

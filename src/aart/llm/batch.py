@@ -26,14 +26,13 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from ..errors import Deferred, EndpointDown, ProviderError, TransientError, UsageError
-from ..store.batches import ANSWERED, CREATING, QUEUED, Batch, BatchRequest, BatchTables
 from .http_status import is_retryable, status_error
 from .limits import Budget, Price
 from .providers.openai import MODES, OpenAIChatAPI, format_rejected, parse_usage
+from .storage import ANSWERED, CREATING, QUEUED, Batch, BatchRequest, RunStore
 from .types import Call, CallRecord, GenerateConfig, Message, RawResponse, Usage
 
 if TYPE_CHECKING:
-    from ..store.db import RunDB
     from .model import Model
 
 #: OpenAI's limits per batch: 50,000 requests and a 200 MB input file
@@ -70,7 +69,7 @@ class BatchSettings:
     def start(self, store: Any, budget: Budget | None) -> BatchQueue:
         """The batch transport of a run: its requests and answers live in ``store`` (a
         run's ``run.db``, so they survive a crash)."""
-        if store is None:
+        if getattr(store, "batches", None) is None:
             raise UsageError("batch mode needs a run directory to keep its requests in")
         self.made = BatchQueue(
             store,
@@ -83,7 +82,7 @@ class BatchSettings:
         )
         return self.made
 
-    def queue(self, db: RunDB, budget: Budget | None) -> BatchQueue:
+    def queue(self, db: RunStore, budget: Budget | None) -> BatchQueue:
         """The name before the transport seam."""
         return self.start(db, budget)
 
@@ -109,7 +108,7 @@ class BatchQueue:
 
     def __init__(
         self,
-        db: RunDB,
+        db: RunStore,
         *,
         budget: Budget | None = None,
         poll: float = 5.0,
@@ -124,7 +123,7 @@ class BatchQueue:
         self.import_from = import_from
         #: (answers stored, exported requests left unanswered) by the import
         self.imported: tuple[int, int] | None = None
-        self.tables = BatchTables(db)
+        self.tables = db.batches()
         self.budget = budget
         self.poll, self.poll_max = poll, poll_max
         self.say = progress or (lambda _msg: None)
