@@ -15,8 +15,8 @@ except PackageNotFoundError:  # running from a source tree
 from typing import TYPE_CHECKING, Any  # noqa: E402
 
 from .errors import AartError  # noqa: E402
-from .llm.batch import BatchSettings  # noqa: E402
-from .llm.ray_executor import RaySettings  # noqa: E402
+from .llm.transport.batch import BatchSettings  # noqa: E402
+from .llm.transport.ray import RaySettings  # noqa: E402
 
 # The facades (aart.pipeline) are imported when first used, so importing a lower layer
 # (``import aart.llm``) does not import the run store and every step above it.

@@ -235,7 +235,7 @@ class Model:
             if raw.call_id is not None:  # paid for when its batch was imported
                 out.call_id = raw.call_id
             else:
-                out.call_id = self._record(key, raw, latency, error, tag, hold, row)
+                out.call_id = self.pay(key, raw, latency, error, tag, hold, row)
             if error is None:
                 if self.use_cache and self.store is not None:
                     self.store.cache_put(
@@ -273,7 +273,7 @@ class Model:
         while True:
             if self.down is not None:
                 raise EndpointDown(self.down)
-            # Held from here until the answer is paid for (in _record) or the call fails, so
+            # Held from here until the answer is paid for (in pay) or the call fails, so
             # concurrent callers cannot all pass the budget check at once; what it may cost
             # at most is held, so the calls in flight cannot overshoot a cap either.
             hold = (0, 0.0)
@@ -323,11 +323,11 @@ class Model:
             if isinstance(err, TransientError) and err.spent is not None:
                 # an abandoned call the server worked on: paid for, with estimated usage
                 spent = RawResponse("", Usage(*err.spent), "abandoned", estimated=True)
-                self._record(ABANDONED, spent, latency, f"abandoned: {err}", None, hold, row)
+                self.pay(ABANDONED, spent, latency, f"abandoned: {err}", None, hold, row)
             else:
                 if self.budget is not None:
                     self.budget.release(hold)
-                self._record("", RawResponse(""), latency, str(err), None, row=row)
+                self.pay("", RawResponse(""), latency, str(err), None, row=row)
             if not isinstance(err, TransientError) or attempt >= self.retry.max_retries:
                 await self._give_up(err, attempt + 1)
             assert isinstance(err, TransientError)
@@ -393,14 +393,14 @@ class Model:
         except (ProviderError, TimeoutError) as e:
             if self.budget is not None:
                 self.budget.release(hold)
-            self._record("", RawResponse(""), 0.0, f"probe: {e}", "probe", row=row)
+            self.pay("", RawResponse(""), 0.0, f"probe: {e}", "probe", row=row)
             return False
         except BaseException:
             if self.budget is not None:
                 self.budget.release(hold)
             self._interrupted(row, messages)
             raise
-        self._record("probe", raw, time.perf_counter() - start, None, "probe", hold, row)
+        self.pay("probe", raw, time.perf_counter() - start, None, "probe", hold, row)
         self._failed_in_a_row = 0  # it is up: the failures were those prompts'
         return True
 
@@ -410,22 +410,31 @@ class Model:
         prompt = estimate_tokens(messages) * 3 // 2
         return prompt + config.max_tokens, self.price.cost(Usage(prompt, config.max_tokens))
 
-    def _record(
+    def pay(
         self,
         key: str,
         raw: RawResponse,
         latency: float,
         error: str | None,
         tag: str | None,
-        hold: tuple[int, float] = (0, 0.0),
+        hold: tuple[int, float] | None = (0, 0.0),
         row: int | None = None,
+        *,
+        price: Price | None = None,
     ) -> int | None:
-        cost = self.price.cost(raw.usage)
+        """The one way a call is paid for and recorded: online answers, abandoned calls,
+        failures (``key`` empty: nothing spent) and the answers batches bring (``price``
+        their batch price, ``hold`` None: paid outside a reservation). Returns the call's
+        row in the store."""
+        cost = (price or self.price).cost(raw.usage)
         if key:  # a transport failure spent nothing we can count
             self.calls += 1
             self.usage.add(raw.usage)
             if self.budget is not None:
-                self.budget.spend(raw.usage, cost, hold)
+                if hold is None:
+                    self.budget.add(raw.usage, cost)
+                else:
+                    self.budget.spend(raw.usage, cost, hold)
         if self.store is None:
             return None
         return self.store.record_call(
