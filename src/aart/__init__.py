@@ -18,11 +18,13 @@ from .errors import AartError  # noqa: E402
 from .llm.transport.batch import BatchSettings  # noqa: E402
 from .llm.transport.ray import RaySettings  # noqa: E402
 
-# The facades (aart.pipeline) are imported when first used, so importing a lower layer
-# (``import aart.llm``) does not import the run store and every step above it.
-_FACADES = (
+__all__ = [
+    "AartError",
     "BatchFiles",
+    "BatchSettings",
+    "RaySettings",
     "RunResult",
+    "__version__",
     "attack",
     "baseline",
     "batch_export",
@@ -34,7 +36,11 @@ _FACADES = (
     "scope",
     "topup",
     "values",
-)
+]
+
+# The facades (aart.pipeline) are imported when first used, so importing a lower layer
+# (``import aart.llm``) does not import the run store and every step above it.
+_FACADES = frozenset(__all__) - {"AartError", "BatchSettings", "RaySettings", "__version__"}
 
 if TYPE_CHECKING:
     from .pipeline import (
@@ -64,24 +70,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_FACADES))
-
-
-__all__ = [
-    "AartError",
-    "BatchFiles",
-    "BatchSettings",
-    "RaySettings",
-    "RunResult",
-    "__version__",
-    "attack",
-    "baseline",
-    "batch_export",
-    "define",
-    "dry_run",
-    "generate",
-    "rejudge",
-    "run",
-    "scope",
-    "topup",
-    "values",
-]
