@@ -324,3 +324,17 @@ def test_an_answer_for_a_model_the_command_does_not_use_is_not_paid_at_no_price(
         assert any("an answer for openai/fake, which this command does not use" in n for n in notes)
         assert result.imported == (0, len(results.read_text().splitlines()))
         assert calls(out) == []
+
+
+def test_a_batch_whose_format_is_rejected_asks_again_in_the_next_mode(tmp_path):
+    with FakeOpenAIServer() as server:
+        server.reject_formats = {"json_schema"}
+        recipe = batch_recipe(tmp_path, server)
+        aart.run(recipe, out=tmp_path / "online")
+        aart.run(recipe, out=tmp_path / "batched", batch=FAST)
+        assert prompts(tmp_path / "batched") == prompts(tmp_path / "online")
+        formats = [(r.get("response_format") or {}).get("type") for r in server.batch_requests]
+        # the first batch asked with json_schema and was refused; the next ones fell back
+        assert formats[0] == "json_schema" and "json_object" in formats
+        rejected = [f for f in formats if f == "json_schema"]
+        assert 0 < len(rejected) < len(formats)
