@@ -9,6 +9,12 @@ the same validation as online answers (structured output, schema, re-asks); a jo
 another call (a re-ask, a verifier, a judge) queues it for the next batch. A request is named
 by its call's cache key, so nothing is asked twice, and the batch ids are stored before the
 process waits for them: re-running picks up the batches in flight.
+
+The work between rounds (flush, wait, resume, export, import) lives here, not in the job
+system: it is the batch API's life cycle, and needs only the model layer's pieces (the
+provider's batch client, the :class:`~aart.llm.storage.BatchStore` protocol and
+:meth:`Model.pay <aart.llm.model.Model.pay>`). The job runner (aart.jobs.runner) keeps the
+loop of rounds and sees this class through its ``Rounds`` protocol.
 """
 
 from __future__ import annotations
