@@ -1,5 +1,19 @@
 """Moved to :mod:`aart.llm.transport.ray`; this name is kept for old imports."""
 
-from .transport.ray import CallWorker, EndpointLimiter, RayExecutor, RaySettings, RayTransport
+from .transport.ray import (
+    NAMESPACE,
+    CallWorker,
+    EndpointLimiter,
+    RayExecutor,
+    RaySettings,
+    RayTransport,
+)
 
-__all__ = ["CallWorker", "EndpointLimiter", "RayExecutor", "RaySettings", "RayTransport"]
+__all__ = [
+    "NAMESPACE",
+    "CallWorker",
+    "EndpointLimiter",
+    "RayExecutor",
+    "RaySettings",
+    "RayTransport",
+]
