@@ -13,25 +13,11 @@ try:
 except _metadata.PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0"
 
-from . import evaluate  # noqa: E402  (a package you can call: aart.evaluate(dataset, ...))
+from typing import TYPE_CHECKING, Any  # noqa: E402
+
 from .errors import AartError  # noqa: E402
-from .llm.batch import BatchSettings  # noqa: E402
-from .llm.ray_executor import RaySettings  # noqa: E402
-from .pipeline import (  # noqa: E402
-    BatchFiles,
-    RunResult,
-    attack,
-    baseline,
-    batch_export,
-    define,
-    dry_run,
-    generate,
-    rejudge,
-    run,
-    scope,
-    topup,
-    values,
-)
+from .llm.transport.batch import BatchSettings  # noqa: E402
+from .llm.transport.ray import RaySettings  # noqa: E402
 
 __all__ = [
     "AartError",
@@ -53,3 +39,42 @@ __all__ = [
     "topup",
     "values",
 ]
+
+# The facades (aart.pipeline) are imported when first used, so importing a lower layer
+# (``import aart.llm``) does not import the run store and every step above it.
+_FACADES = frozenset(__all__) - {"AartError", "BatchSettings", "RaySettings", "__version__"}
+_FACADES -= {"evaluate"}  # a package you can call: aart.evaluate(dataset, ...)
+
+if TYPE_CHECKING:
+    from . import evaluate
+    from .pipeline import (
+        BatchFiles,
+        RunResult,
+        attack,
+        baseline,
+        batch_export,
+        define,
+        dry_run,
+        generate,
+        rejudge,
+        run,
+        scope,
+        topup,
+        values,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name == "evaluate":
+        import importlib
+
+        return importlib.import_module(".evaluate", __name__)
+    if name in _FACADES:
+        from . import pipeline
+
+        return getattr(pipeline, name)
+    raise AttributeError(f"module 'aart' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_FACADES))

@@ -16,7 +16,7 @@ from ..data.export import write_csv, write_jsonl, write_parquet
 from ..errors import ContentRejected, StructuredOutputError
 from ..ids import Slot, generation_seed, job_id
 from ..llm import GenerateConfig, Model
-from ..llm.batch import BatchQueue
+from ..llm.transport.batch import BatchTransport
 from ..recipe import Recipe
 from ..refusal import prompt_is_refusal, reply_refuses
 from ..runner import run_jobs
@@ -186,7 +186,7 @@ class Generator:
         model: Model,
         progress: Callable[[], None] | None = None,
         verifier: CellVerifier | None = None,
-        batch: BatchQueue | None = None,
+        batch: BatchTransport | None = None,
     ) -> None:
         self.run = run
         self.model = model
@@ -653,7 +653,7 @@ async def generate_run(
     model: Model,
     progress: Callable[[], None] | None = None,
     verifier_model: Model | None = None,
-    batch: BatchQueue | None = None,
+    batch: BatchTransport | None = None,
 ) -> GenerateStats:
     """Run Step 3 for the run's blueprint (resuming finished jobs), verify every prompt against
     its cell, and write the dataset. With ``batch``, the calls go through batches."""
