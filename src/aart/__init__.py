@@ -13,7 +13,8 @@ try:
 except _metadata.PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0"
 
-from typing import TYPE_CHECKING, Any  # noqa: E402
+from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
+from typing import Any as _Any
 
 from .errors import AartError  # noqa: E402
 from .llm.transport.batch import BatchSettings  # noqa: E402
@@ -45,7 +46,7 @@ __all__ = [
 _FACADES = frozenset(__all__) - {"AartError", "BatchSettings", "RaySettings", "__version__"}
 _FACADES -= {"evaluate"}  # a package you can call: aart.evaluate(dataset, ...)
 
-if TYPE_CHECKING:
+if _TYPE_CHECKING:
     from . import evaluate
     from .pipeline import (
         BatchFiles,
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
     )
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     if name == "evaluate":
         import importlib
 
