@@ -19,11 +19,11 @@ from typing import Any
 
 import yaml
 
-from ..cells import normalize_attempt
 from ..errors import UsageError
 from ..recipe import LoadedRecipe, Recipe, Value, load_recipe
 from ..recipe.filters import apply_filter
 from ..recipe.loader import recipe_differences
+from ..types import Attempt
 from .db import RunDB
 from .lock import DirLock, dir_lock
 
@@ -234,7 +234,9 @@ class Run:
             out[name] = values
         return out
 
-    def read_blueprint(self) -> list[dict[str, Any]]:
+    def read_blueprint(self) -> list[Attempt]:
+        """The blueprint's attempts, each validated and made consistent (a hand-edited line
+        with a malformed field is refused with its file and line)."""
         path = self.path("blueprint.jsonl")
         if not path.exists():
             raise UsageError(f"{path} is missing; run `aart scope {self.root}` first")
@@ -243,8 +245,8 @@ class Run:
             if not line.strip():
                 continue
             try:
-                a = normalize_attempt(json.loads(line), self.recipe.scope.queries_per_attempt)
-            except (ValueError, AttributeError, TypeError) as e:
+                a = Attempt.from_line(json.loads(line), self.recipe.scope.queries_per_attempt)
+            except ValueError as e:
                 raise UsageError(f"{path}:{i}: {e}; fix the line or re-run `aart scope`") from None
             attempts.append(a)
         return attempts
