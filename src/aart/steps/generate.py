@@ -438,11 +438,12 @@ class Generator:
 
     def _prompts(self, kind: RecordKind, jobs: set[str] | None = None) -> Iterator[DatasetRecord]:
         """The stored records of ``kind`` that are prompts (kept, alike or unfaithful)."""
-        for line in self.run.db.records(kind, jobs):
-            yield DatasetRecord.model_validate(line)
+        for text in self.run.db.record_texts(kind, jobs):
+            yield DatasetRecord.model_validate_json(text)
 
     def _rejections(self, kind: RecordKind, jobs: set[str]) -> list[Rejection]:
-        return [Rejection.model_validate(line) for line in self.run.db.records(kind, jobs)]
+        texts = self.run.db.record_texts(kind, jobs)
+        return [Rejection.model_validate_json(text) for text in texts]
 
     def _cell_copy(
         self, text: str, same_cell: list[int], kept: list[DatasetRecord]

@@ -443,14 +443,22 @@ class RunDB:
         self, kind: RecordKind | str, job_ids: set[str] | None = None
     ) -> Iterator[dict[str, Any]]:
         """The stored lines of every record of ``kind`` (of the jobs ``job_ids``, when given),
-        in the order stored; the caller validates them into its type."""
+        in the order stored."""
+        for data in self.record_texts(kind, job_ids):
+            yield json.loads(data)
+
+    def record_texts(
+        self, kind: RecordKind | str, job_ids: set[str] | None = None
+    ) -> Iterator[str]:
+        """:meth:`records` as the JSON texts stored, for a caller that validates them into
+        its type straight from the text (``Model.model_validate_json``)."""
         cur = self.conn.execute(
             "SELECT job_id, data FROM records WHERE kind=? ORDER BY rowid",
             (RecordKind.of(kind).value,),
         )
         for job_id, data in cur:
             if job_ids is None or job_id in job_ids:
-                yield json.loads(data)
+                yield data
 
 
 class _Tx:
