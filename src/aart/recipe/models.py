@@ -111,7 +111,7 @@ class Models(Strict):
     #: ``--base-url`` overrides it)
     base_url: str | None = None
     #: the environment variable holding the key; it is sent only to a host the user bound it
-    #: to (see the README's "Secrets"); unset: OPENAI_API_KEY, and no key to unbound hosts
+    #: to (see docs/security.md); unset: OPENAI_API_KEY, and no key to unbound hosts
     api_key_env: str | None = None
     #: the most calls in flight per server (default 8; 1 for the embedded model)
     concurrency: int | None = Field(None, ge=1, le=1024)
