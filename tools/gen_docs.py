@@ -211,10 +211,10 @@ def recipe_reference() -> str:
             key = f"{prefix}{info.alias or name}"
             description = info.description or comments.get(name, "")
             nested = _nested(info.annotation)
-            if not description and nested is not None:
-                description = inspect.cleandoc(nested[1].__doc__ or "")
-                if description.startswith(nested[1].__name__ + "("):  # pydantic's default
-                    description = ""
+            if nested is not None:  # the section's own docstring says more
+                doc = inspect.cleandoc(nested[1].__doc__ or "")
+                if doc and not doc.startswith(nested[1].__name__ + "("):  # pydantic's default
+                    description = f"{description}. {doc}" if description else doc
             type_name = _type_name(info.annotation)
             bounds = _bounds(info)
             if bounds:

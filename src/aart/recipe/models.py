@@ -17,15 +17,17 @@ class Strict(BaseModel):
 
 
 class Application(Strict):
+    """The application under test: every Step 1 prompt starts with its context, and templates
+    can use it. ``policy`` says what it must not do (`aart attack`'s LLM judge builds its rubric
+    from it)."""
+
     #: the application's name; every Step 1 prompt starts with the application's context
     name: str
     #: what the application does (templates can use it as ``application.description``)
     description: str = ""
     #: who uses it
     audience: str = ""
-    #: the languages its users write in
     languages: list[str] = ["en"]
-    #: what the application must not do; `aart attack`'s LLM judge builds its rubric from it
     policy: str = ""
     #: the application's own system prompt, used when `aart attack` targets a chat model
     system_prompt: str = ""
@@ -401,7 +403,6 @@ class Recipe(Strict):
     name: str
     #: a one-line summary
     description: str = ""
-    #: the application under test: every Step 1 prompt starts with it
     application: Application
     models: Models = Models()
     #: the dimensions of diversity, by name (an identifier)
