@@ -1,6 +1,6 @@
 """Generate the reference pages of docs/ from the code, so they cannot drift from it.
 
-    python tools/gen_docs.py           # rewrite docs/cli.md, docs/recipe-reference.md, docs/run-db.md
+    python tools/gen_docs.py           # rewrite the generated blocks of the pages below
     python tools/gen_docs.py --check   # exit 1, naming the stale files, when one differs
 
 Each page is hand-written prose with one generated block between the markers
@@ -12,10 +12,12 @@ rewritten. The sources are read from the code itself, never from a copy:
   default, and the description from ``Field(description=...)``, else the ``#:`` comment above
   the field, else the nested model's docstring;
 - ``rundb``: the schema that the migrations build, by opening a new ``RunDB`` on an in-memory
-  SQLite database and reading ``sqlite_master``.
+  SQLite database and reading ``sqlite_master`` (and the record kinds of ``aart.types``);
+- ``layers`` (in docs/architecture.md): the ``LAYERS`` list that ``tests/test_layers.py``
+  enforces.
 
-After a change to the CLI, the recipe models or the migrations, this script is the only thing
-to re-run (``tests/test_docs.py`` fails until it is).
+After a change to the CLI, the recipe models, the migrations or the layers, this script is the
+only thing to re-run (``tests/test_docs.py`` fails until it is).
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def cli_reference() -> str:
 
 # -------------------------------------------------------------------------- recipe reference
 def _field_comments(cls: type) -> dict[str, str]:
-    """The ``#:`` comments above each annotated field of a class's source."""
+    """The ``#:`` comments above each field (or enum member) of a class's source."""
     try:
         source = textwrap.dedent(inspect.getsource(cls))
     except (OSError, TypeError):
@@ -88,14 +90,20 @@ def _field_comments(cls: type) -> dict[str, str]:
     lines = source.splitlines()
     comments: dict[str, str] = {}
     for node in ast.parse(source).body[0].body:  # type: ignore[attr-defined]
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        elif isinstance(node, ast.AnnAssign):
+            target = node.target
+        else:
+            continue
+        if isinstance(target, ast.Name):
             block: list[str] = []
             i = node.lineno - 2
             while i >= 0 and lines[i].strip().startswith("#:"):
                 block.insert(0, lines[i].strip()[2:].strip())
                 i -= 1
             if block:
-                comments[node.target.id] = " ".join(block)
+                comments[target.id] = " ".join(block)
     return comments
 
 
@@ -260,6 +268,7 @@ def rundb_schema() -> str:
                 out.append("")
                 out.append("Indexes: " + ", ".join(f"`{o[1]}`" for o in indexes) + ".")
             out.append("")
+        out += _record_kinds()
         out.append("### The schema as SQL")
         out.append("")
         out.append("```sql")
@@ -271,8 +280,20 @@ def rundb_schema() -> str:
         db.close()
 
 
+def _record_kinds() -> list[str]:
+    """The values of ``records.kind``, from the enum that names them (when the code has one)."""
+    try:
+        from aart.types import RecordKind
+    except ImportError:
+        return []
+    comments = _field_comments(RecordKind)
+    out = ["### `records.kind`", "", "| kind | what the record is |", "| --- | --- |"]
+    out += [f"| `{k.value}` | {_cell(comments.get(k.name, ''))} |" for k in RecordKind]
+    return [*out, ""]
+
+
 def _normalize_sql(sql: str) -> str:
-    """SQLite keeps each statement as written (and ALTERs appended to one line): one column a line."""
+    """SQLite keeps each statement as written (ALTERs appended to one line): one column a line."""
     sql = " ".join(sql.split())
     m = re.match(r"(CREATE TABLE \S+) \((.*)\)$", sql)
     if not m:
@@ -290,15 +311,40 @@ def _normalize_sql(sql: str) -> str:
     return m.group(1) + " (\n" + ",\n".join("    " + c for c in cols) + "\n)"
 
 
+# ---------------------------------------------------------------------------------- layers
+def layers() -> str:
+    """The layers as tests/test_layers.py checks them (its LAYERS list, read without running it)."""
+    source = (ROOT / "tests" / "test_layers.py").read_text(encoding="utf-8")
+    for node in ast.parse(source).body:
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        if isinstance(target, ast.Name) and target.id == "LAYERS" and node.value is not None:
+            table = ast.literal_eval(node.value)
+            break
+    else:
+        raise SystemExit("tests/test_layers.py: no LAYERS list to document")
+    out = [
+        "| layer (top to bottom) | modules | siblings may import each other |",
+        "| --- | --- | --- |",
+    ]
+    for i, (modules, shared) in enumerate(table, 1):
+        names = " \\| ".join(f"`{m}`" for m in modules)
+        out.append(f"| {i} | {names} | {'yes' if shared else ('no' if len(modules) > 1 else '')} |")
+    return "\n".join(out) + "\n"
+
+
 # ------------------------------------------------------------------------------- the pages
 GENERATORS: dict[str, tuple[str, Callable[[], str]]] = {
     "cli": ("cli.md", cli_reference),
     "recipe": ("recipe-reference.md", recipe_reference),
     "rundb": ("run-db.md", rundb_schema),
+    "layers": ("architecture.md", layers),
 }
 
 _BLOCK = re.compile(
-    r"(<!-- BEGIN GENERATED: (?P<name>\w+)[^>]*-->\n)(?P<body>.*?)(<!-- END GENERATED: (?P=name) -->)",
+    r"(<!-- BEGIN GENERATED: (?P<name>\w+)[^>]*-->\n)(?P<body>.*?)"
+    r"(<!-- END GENERATED: (?P=name) -->)",
     re.S,
 )
 

@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 import re2
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .strategy_names import check_strategy
+
 IDENT = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
@@ -101,7 +103,7 @@ class Dimension(Strict):
 class Models(Strict):
     """Which model each stage uses, and how to reach the endpoint."""
 
-    #: the model of every stage (``provider/model``) unless a stage names its own
+    #: the model of every role (``provider/model``) unless a role names its own
     default: str = "local/default"
     #: the model of Step 1 (default: ``default``)
     define: str | None = None
@@ -140,8 +142,14 @@ class Models(Strict):
     #: re-asks of an answer that is not valid JSON for its schema
     structured_retries: int = Field(2, ge=0, le=10)
 
+    def for_role(self, role: str) -> str:
+        """The model of a role (define, generate, verify, judge, ...): its own, else default.
+        A model has a role; a job has a stage (the queue), a record a kind."""
+        return getattr(self, role, None) or self.default
+
     def for_stage(self, stage: str) -> str:
-        return getattr(self, stage, None) or self.default
+        """The old name of :meth:`for_role`."""
+        return self.for_role(stage)
 
 
 class Filter(Strict):
@@ -185,7 +193,9 @@ def compile_regex(pattern: str) -> Any:
 class Scope(Strict):
     """Step 2: filters, weights and the data mix."""
 
-    strategy: Literal["per-value", "balanced", "pairwise"] = "per-value"
+    #: how cells are drawn (``strategy:`` before; the loader still takes it, with a note)
+    mix: Literal["per-value", "balanced", "pairwise"] = "per-value"
+    #: per-value: the dimension every value of which gets ``attempts_per_value`` attempts
     primary: str | None = None
     #: per-value: attempts for every value of the primary dimension
     attempts_per_value: int = Field(2, ge=1, le=1000)
@@ -388,11 +398,9 @@ class AttackSection(Strict):
     @field_validator("strategies")
     @classmethod
     def _known(cls, specs: list[str]) -> list[str]:
-        from ..redteam.strategies import parse_strategy
-
         for spec in specs:
             try:
-                parse_strategy(spec)
+                check_strategy(spec)
             except Exception as e:  # a ConfigError: a located recipe error instead
                 raise ValueError(str(e)) from None
         return specs
@@ -450,12 +458,12 @@ def cross_check(r: Recipe) -> list[tuple[Path, str, str]]:
                 )
             )
 
-    if s.strategy == "per-value":
+    if s.mix == "per-value":
         if s.primary is None:
             problems.append(
                 (
                     ("scope",),
-                    "strategy per-value needs a primary dimension",
+                    "mix per-value needs a primary dimension",
                     "add `primary: <dimension>` under `scope:`",
                 )
             )
@@ -467,10 +475,10 @@ def cross_check(r: Recipe) -> list[tuple[Path, str, str]]:
         problems.append(
             (
                 ("scope", key),
-                f"`{key}` applies to the per-value strategy only; {s.strategy} uses every "
+                f"`{key}` applies to the per-value mix only; {s.mix} uses every "
                 "dimension alike"
                 + (" (set `attempts:` for the number of attempts)" if key != "primary" else ""),
-                f"remove scope.{key}, or use strategy: per-value",
+                f"remove scope.{key}, or use mix: per-value",
             )
         )
     for section in ("sample", "filters", "weights"):
@@ -490,13 +498,13 @@ def cross_check(r: Recipe) -> list[tuple[Path, str, str]]:
                     "add it to attack.strategies, or remove its threshold",
                 )
             )
-    if s.sample and s.strategy != "per-value":
+    if s.sample and s.mix != "per-value":
         problems.append(
             (
                 ("scope", "sample"),
-                f"`sample` applies to the per-value strategy only; {s.strategy} assigns one value "
+                f"`sample` applies to the per-value mix only; {s.mix} assigns one value "
                 "of every dimension to each query by itself",
-                "remove scope.sample, or use strategy: per-value",
+                "remove scope.sample, or use mix: per-value",
             )
         )
     for name, k in s.sample.items():
