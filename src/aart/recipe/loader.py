@@ -84,7 +84,7 @@ def recipe_differences(a: LoadedRecipe, b: LoadedRecipe, limit: int = 5) -> list
 MAX_RECIPE_BYTES = 1_000_000
 
 _FIXES = {
-    "extra_forbidden": "remove this key or correct its spelling (see the recipe reference in the README)",
+    "extra_forbidden": "remove this key or correct its spelling (see docs/recipe-reference.md)",
     "missing": "add this key",
     "string_type": "write a string (quote it if it looks like a number or yes/no)",
     "int_parsing": "write a whole number",
