@@ -11,11 +11,11 @@ from conftest import MINI_RECIPE, assert_accounted, write_recipe
 import aart
 from aart.errors import RecipeError
 from aart.evaluate import evaluate
+from aart.ids import generation_seed as job_seed
 from aart.llm import register_script
 from aart.llm.providers.fake import WORDS, cell_contexts
 from aart.recipe import load_recipe
 from aart.steps.define import REPHRASED_SYSTEM, near_duplicate
-from aart.steps.generate import job_seed
 from aart.steps.prompting import output_schema, render_messages
 from aart.types import Attempt
 
@@ -234,7 +234,7 @@ def test_identical_attempts_get_distinct_seeds(tmp_path):
     )
     twin = attempt.model_copy(update={"id": "a00002-y"})
     assert render_messages(recipe, attempt) == render_messages(recipe, twin)
-    from aart.steps.generate import job_id
+    from aart.ids import job_id
 
     slots_a, slots_b = [("a00001-x", 0)], [("a00002-y", 0)]
     ja, jb = job_id(slots_a, attempt.cells, 0), job_id(slots_b, twin.cells, 0)
@@ -441,3 +441,14 @@ def test_raising_the_budget_and_rerunning_continues_the_run(tmp_path):
     recipe.write_text(text.replace("queries_per_attempt: 3", "queries_per_attempt: 2"))
     with pytest.raises(UsageError, match="different recipe"):
         aart.run(recipe, out=out)
+
+
+def test_the_one_seed_module_keeps_every_value_bit_for_bit():
+    """A seed is part of each call's cache key: the values from before aart.ids (the formulas of
+    steps/generate.py and redteam/execute.py), so cached calls still hit."""
+    from aart.ids import attack_seed, generation_seed, job_id
+
+    job = job_id([("a00001-x", 0)], [{"concepts": "rule breaking"}], 2)
+    assert job == "a00001-x:r2:e2fafa27f0"
+    assert (generation_seed(0, job), generation_seed(7, job)) == (360077934, 360077941)
+    assert (attack_seed(job), attack_seed(job, 3)) == (1514904834, 1138787835)

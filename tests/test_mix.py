@@ -1,4 +1,4 @@
-"""Guarantees of the data-mix strategies, as properties over cells (one per query)."""
+"""Guarantees of the data mixes (`scope.mix`), as properties over cells (one per query)."""
 
 from collections import Counter
 from itertools import combinations

@@ -23,8 +23,8 @@ from rich.progress import (
 )
 
 from ..errors import INCOMPLETE_EXIT_CODE
-from ..llm.batch import BatchSettings
-from ..llm.ray_executor import RaySettings
+from ..llm.transport.batch import BatchSettings
+from ..llm.transport.ray import RaySettings
 from ..textsafe import raw_stream, safe_output
 
 

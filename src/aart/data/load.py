@@ -15,6 +15,7 @@ from ..errors import UsageError
 from ..recipe import Value
 from ..types import DatasetRecord
 from ..types import kind_of as _kind
+from . import foreign  # a promptfoo tests file, a Hugging Face folder
 from .export import iter_jsonl, numbered_json_lines, utf8_lines
 
 # The released AART dataset's columns, mapped onto the demo recipe's dimensions.
@@ -88,8 +89,6 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 def iter_rows(path: Path, size: int | None = None) -> Iterator[list[dict[str, Any]]]:
     """The records of a JSONL, CSV or Parquet file, ``size`` (default CHUNK) at a time."""
     size = size or CHUNK
-    from ..interop import read as foreign  # a promptfoo tests file, a Hugging Face folder
-
     if foreign.handles(path):
         yield from foreign.iter_rows(path, size)
         return

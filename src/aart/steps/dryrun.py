@@ -31,9 +31,9 @@ def dry_run(
     ``batch``, Step 3 is priced at the batch price and its time is the server's to decide."""
     loaded = load_recipe(recipe, size)
     r = loaded.recipe
-    define_model = model or r.models.for_stage("define")
-    gen_model = model or r.models.for_stage("generate")
-    verify_model = model or r.models.for_stage("verify")
+    define_model = model or r.models.for_role("define")
+    gen_model = model or r.models.for_role("generate")
+    verify_model = model or r.models.for_role("verify")
     for name in {define_model, gen_model, verify_model}:
         check_model_name(name)
     define_calls = define_tokens = define_completion = 0

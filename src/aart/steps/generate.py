@@ -3,7 +3,6 @@ and annotated, refusals and shortfalls topped up, duplicates removed but counted
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import time
@@ -14,8 +13,9 @@ from typing import Any
 
 from ..data.export import write_csv, write_jsonl, write_parquet
 from ..errors import ContentRejected, StructuredOutputError
+from ..ids import Slot, generation_seed, job_id
 from ..llm import GenerateConfig, Model
-from ..llm.batch import BatchQueue
+from ..llm.transport.batch import BatchTransport
 from ..recipe import Recipe
 from ..refusal import prompt_is_refusal, reply_refuses
 from ..runner import run_jobs
@@ -137,23 +137,10 @@ class GenerateStats:
         return d
 
 
-Slot = tuple[str, int]  # (attempt id, cell index): where a cell stands in the blueprint
 #: a job's records before they are stored: (record id, kind, record)
 Stored = tuple[str, RecordKind, DatasetRecord | Rejection]
 #: per attempt and cell index, the prompts a top-up of the cell should not repeat
 Avoid = dict[str, dict[int, list[str]]]
-
-
-def job_id(slots: list[Slot], cells: list[Cell], round_: int) -> str:
-    digest = hashlib.sha1(json.dumps([slots, cells, round_], sort_keys=True).encode()).hexdigest()
-    return f"{slots[0][0]}:r{round_}:{digest[:10]}"
-
-
-def job_seed(base: int, job: str) -> int:
-    """Identical attempts never send identical requests: the seed depends on the job (its
-    attempt, cells and round), not only on the round."""
-    digest = hashlib.sha1(job.encode()).digest()
-    return (base + int.from_bytes(digest[:4], "big")) % (2**31)
 
 
 def _canonical(value: Any, allowed: list[str]) -> str | None:
@@ -213,7 +200,7 @@ class Generator:
         model: Model,
         progress: Callable[[], None] | None = None,
         verifier: CellVerifier | None = None,
-        batch: BatchQueue | None = None,
+        batch: BatchTransport | None = None,
     ) -> None:
         self.run = run
         self.model = model
@@ -235,7 +222,7 @@ class Generator:
         slots: list[Slot] = [(aid, i) for aid, i in payload["slots"]]
         g = self.recipe.generate
         msgs = render_messages(self.recipe, attempt)
-        cfg = GenerateConfig(g.temperature, g.max_tokens, job_seed(g.seed, jid))
+        cfg = GenerateConfig(g.temperature, g.max_tokens, generation_seed(g.seed, jid))
         records: list[Stored] = []
         try:
             out = await self.model.generate(
@@ -663,7 +650,7 @@ async def generate_run(
     model: Model,
     progress: Callable[[], None] | None = None,
     verifier_model: Model | None = None,
-    batch: BatchQueue | None = None,
+    batch: BatchTransport | None = None,
 ) -> GenerateStats:
     """Run Step 3 for the run's blueprint (resuming finished jobs), verify every prompt against
     its cell, and write the dataset. With ``batch``, the calls go through batches."""

@@ -1,8 +1,9 @@
-"""Data-mix strategies: pure functions from value lists to *cells*, grouped into attempts.
+"""The data mixes (``scope.mix``): pure functions from value lists to *cells*, grouped into
+attempts.
 
 A cell is one query's blueprint: exactly one value of every dimension. An attempt is one
 generation call that asks for several cells at once, so the instructions are paid once. The
-strategies' guarantees hold over cells (queries), not over attempts:
+mixes' guarantees hold over cells (queries), not over attempts:
 
 - per_value: the paper's scheme; every value of the primary axis gets the same number of cells
   (attempts_per_value x queries); each attempt samples k values of every other axis and deals

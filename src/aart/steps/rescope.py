@@ -113,7 +113,7 @@ def rescope(
         return blueprint, done
     s = recipe.scope
     rng = random.Random(s.seed + 1)
-    primary = s.primary if s.strategy == "per-value" else None
+    primary = s.primary if s.mix == "per-value" else None
     # edited as lines (copies), made attempts again at the end
     out = [dict(a.to_line(), cells=[dict(c) for c in a.cells]) for a in blueprint]
     changed: set[tuple[int, int]] = set()

@@ -45,12 +45,12 @@ def build_blueprint(recipe: Recipe, values: dict[str, list[str]]) -> list[Attemp
                 f"{len(values[axis])}; lower it or add values"
             )
     q = s.queries_per_attempt
-    if s.strategy == "per-value":
+    if s.mix == "per-value":
         assert s.primary is not None
         attempts = mix.per_value(
             values, s.primary, s.attempts_per_value, s.sample, s.weights, s.seed, q
         )
-    elif s.strategy == "balanced":
+    elif s.mix == "balanced":
         attempts = mix.balanced(values, s.attempts, q, s.weights, s.seed)
     else:
         attempts = mix.pairwise(values, s.axes or list(values), q, s.weights, s.seed)

@@ -14,11 +14,14 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..llm.model import CallRecord
+from ..llm.types import CallRecord
 from ..types import RecordKind
 from .lock import DirLock, dir_lock
+
+if TYPE_CHECKING:
+    from .batches import BatchTables
 
 # Numbered migrations: index i upgrades user_version i to i+1. Append only.
 MIGRATIONS = [
@@ -156,7 +159,13 @@ class RunDB:
     def set_meta(self, key: str, value: str) -> None:
         self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
-    # -- cache and calls (the CallStore protocol) ------------------------------------------
+    # -- cache and calls (aart.llm.storage's CallStore and RunStore) -----------------------
+    def batches(self) -> BatchTables:
+        """This run's batch requests and batches (aart.llm.storage's BatchStore)."""
+        from .batches import BatchTables  # which builds on this module
+
+        return BatchTables(self)
+
     def cache_get(self, key: str) -> dict[str, Any] | None:
         row = self.conn.execute("SELECT value FROM cache WHERE key=?", (key,)).fetchone()
         return json.loads(row[0]) if row else None

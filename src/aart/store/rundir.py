@@ -147,17 +147,17 @@ class Run:
 
     # -- the models the run was made with ---------------------------------------------------
     def models_used(self) -> dict[str, str]:
-        """Per stage (define, generate, verify), the model the run was last run with."""
+        """Per role (define, generate, verify), the model the run was last run with."""
         return dict(json.loads(self.db.get_meta("models") or "{}"))
 
-    def model_for(self, stage: str, override: str | None = None) -> str:
-        """The model of ``stage``: the one asked for, else the one the run was made with (a
+    def model_for(self, role: str, override: str | None = None) -> str:
+        """The model of ``role``: the one asked for, else the one the run was made with (a
         later `aart generate` keeps the run's model), else the recipe's."""
-        return override or self.models_used().get(stage) or self.recipe.models.for_stage(stage)
+        return override or self.models_used().get(role) or self.recipe.models.for_role(role)
 
-    def remember_model(self, stage: str, name: str) -> None:
+    def remember_model(self, role: str, name: str) -> None:
         used = self.models_used()
-        used[stage] = name
+        used[role] = name
         self.db.set_meta("models", json.dumps(used, sort_keys=True))
 
     # -- artifacts ----------------------------------------------------------------------------

@@ -7,12 +7,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 import polars as pl
 
-from ..recipe import Value
 from .normalize import fold
+
+
+class Keyword(Protocol):
+    """What the matcher needs of a value (a recipe's :class:`~aart.recipe.Value` is one): its
+    text and its aliases. A protocol, so text matching needs nothing from the recipe."""
+
+    @property
+    def value(self) -> str: ...
+
+    @property
+    def aliases(self) -> Sequence[str]: ...
+
 
 # Everything that is not a letter or digit, in any script, is a word boundary: "how-to"
 # matches "how to", and «phishing», ¿phishing? and "phishing。" all hold the word phishing.
@@ -108,7 +120,7 @@ class KeywordMatcher:
     texts in polars' Aho-Corasick (Rust) on its streaming engine: no Python loop per text or
     per match."""
 
-    def __init__(self, values: Mapping[str, Sequence[Value]]) -> None:
+    def __init__(self, values: Mapping[str, Sequence[Keyword]]) -> None:
         self.axes = list(values)
         self.values = {axis: [v.value for v in vals] for axis, vals in values.items()}
         # value number across all axes, and the axis of each
