@@ -221,7 +221,7 @@ class Generator:
         attempt, round_ = payload["attempt"], payload["round"]
         slots: list[Slot] = [(aid, i) for aid, i in payload["slots"]]
         g = self.recipe.generate
-        msgs = render_messages(self.recipe, attempt)
+        msgs = render_messages(self.recipe, attempt, self.verifier.values)
         cfg = GenerateConfig(g.temperature, g.max_tokens, job_seed(g.seed, jid))
         records: list[tuple[str, str, dict[str, Any]]] = []
         try:

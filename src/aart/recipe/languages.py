@@ -1,0 +1,179 @@
+"""Languages a recipe can list under ``application.languages``: ISO 639-1 codes (an optional
+region or script subtag, as in ``pt-BR`` or ``zh-Hant``, is kept), each with the English name
+the generation and verification prompts use ("write it in Spanish")."""
+
+from __future__ import annotations
+
+import re
+
+#: the axis a multilingual recipe gains: one cell per language (see Recipe)
+LANGUAGE_AXIS = "language"
+
+NAMES: dict[str, str] = {
+    "af": "Afrikaans",
+    "am": "Amharic",
+    "ar": "Arabic",
+    "az": "Azerbaijani",
+    "be": "Belarusian",
+    "bg": "Bulgarian",
+    "bn": "Bengali",
+    "bs": "Bosnian",
+    "ca": "Catalan",
+    "cs": "Czech",
+    "cy": "Welsh",
+    "da": "Danish",
+    "de": "German",
+    "el": "Greek",
+    "en": "English",
+    "eo": "Esperanto",
+    "es": "Spanish",
+    "et": "Estonian",
+    "eu": "Basque",
+    "fa": "Persian",
+    "fi": "Finnish",
+    "fil": "Filipino",
+    "fr": "French",
+    "ga": "Irish",
+    "gl": "Galician",
+    "gu": "Gujarati",
+    "ha": "Hausa",
+    "he": "Hebrew",
+    "hi": "Hindi",
+    "hr": "Croatian",
+    "hu": "Hungarian",
+    "hy": "Armenian",
+    "id": "Indonesian",
+    "ig": "Igbo",
+    "is": "Icelandic",
+    "it": "Italian",
+    "ja": "Japanese",
+    "jv": "Javanese",
+    "ka": "Georgian",
+    "kk": "Kazakh",
+    "km": "Khmer",
+    "kn": "Kannada",
+    "ko": "Korean",
+    "ky": "Kyrgyz",
+    "lo": "Lao",
+    "lt": "Lithuanian",
+    "lv": "Latvian",
+    "mk": "Macedonian",
+    "ml": "Malayalam",
+    "mn": "Mongolian",
+    "mr": "Marathi",
+    "ms": "Malay",
+    "mt": "Maltese",
+    "my": "Burmese",
+    "ne": "Nepali",
+    "nl": "Dutch",
+    "no": "Norwegian",
+    "nb": "Norwegian Bokmål",
+    "nn": "Norwegian Nynorsk",
+    "pa": "Punjabi",
+    "pl": "Polish",
+    "ps": "Pashto",
+    "pt": "Portuguese",
+    "ro": "Romanian",
+    "ru": "Russian",
+    "si": "Sinhala",
+    "sk": "Slovak",
+    "sl": "Slovenian",
+    "so": "Somali",
+    "sq": "Albanian",
+    "sr": "Serbian",
+    "sv": "Swedish",
+    "sw": "Swahili",
+    "ta": "Tamil",
+    "te": "Telugu",
+    "tg": "Tajik",
+    "th": "Thai",
+    "tl": "Tagalog",
+    "tr": "Turkish",
+    "uk": "Ukrainian",
+    "ur": "Urdu",
+    "uz": "Uzbek",
+    "vi": "Vietnamese",
+    "xh": "Xhosa",
+    "yo": "Yoruba",
+    "zh": "Chinese",
+    "zu": "Zulu",
+}
+
+_CODE = re.compile(r"^([a-z]{2,3})(?:-([A-Za-z]{2}|[A-Za-z]{4}|\d{3}))?$")
+
+
+def check_code(code: str) -> str:
+    """``code`` as written when it names a known language; else ValueError saying why."""
+    if not isinstance(code, str) or not code.strip():
+        raise ValueError("a language is blank; write an ISO 639-1 code such as en, es, fr, de")
+    m = _CODE.match(code.strip())
+    if not m or m.group(1) not in NAMES:
+        raise ValueError(
+            f"unknown language {code!r}; write an ISO 639-1 code such as en, es, fr, de "
+            "(optionally with a region: pt-BR)"
+        )
+    return code.strip()
+
+
+def base(code: str) -> str:
+    """The language of a code without its subtag: ``pt-BR`` -> ``pt``."""
+    return code.split("-", 1)[0].lower()
+
+
+def name(code: str) -> str:
+    """How a prompt names the language: "Spanish", "Portuguese (BR)"."""
+    primary, _, sub = code.partition("-")
+    english = NAMES.get(primary.lower(), code)
+    return f"{english} ({sub})" if sub else english
+
+
+# Function words that tell the languages of the built-in profiles apart. Words shared with
+# another profile's language are left out where they are common there too ("in" is German and
+# Dutch as well, "a" Spanish, Portuguese and Italian), so a restated English prompt in a
+# Spanish cell scores as English.
+_PROFILES: dict[str, frozenset[str]] = {
+    lang: frozenset(words.split())
+    for lang, words in {
+        "en": "the and of to is are for with about how what can you my it this that an be "
+        "please would could should your from on which who will write help need want",
+        "es": "el los las del y que es por para con una un sobre cómo qué mi tu su puedes "
+        "quiero necesito ayuda ayúdame escribe escríbeme pero más muy este esta como al se "
+        "lo le está redacta",
+        "fr": "le les des du et est pour avec une sur comment je vous tu mon ma mes votre "
+        "pouvez peux aide aidez écris écrivez dans qui pas ne au aux ce cette il elle nous "
+        "rédige rédigez besoin",
+        "de": "der die das und ist ich sie wie für mit ein eine einen über kannst können "
+        "bitte mir mein meine schreib schreibe nicht zu auf den dem von du hilf wir brauche "
+        "ihr verfasse",
+        "it": "il gli della di che è per con una come sono mio mia puoi aiutami scrivi non "
+        "questo questa nel alla",
+        "pt": "o os da do dos das é para com uma um sobre como meu minha você pode ajuda "
+        "escreva não em no na",
+        "nl": "de het een en van voor met hoe wat ik je jij mijn kun kunt schrijf niet op "
+        "dit deze zijn",
+    }.items()
+}
+
+
+def written_in(text: str, code: str) -> bool | None:
+    """Whether ``text`` reads as language ``code``, from its function words: True when no
+    other profiled language scores higher, False when one does, None when it cannot tell (no
+    profile for the language, or no function word of any in the text)."""
+    lang = base(code)
+    if lang not in _PROFILES:
+        return None
+    words = re.findall(r"\w+", text.casefold())
+    scores = {k: sum(w in ws for w in words) for k, ws in _PROFILES.items()}
+    if not any(scores.values()):
+        return None
+    return scores[lang] >= max(scores.values())
+
+
+def detect(text: str) -> str | None:
+    """The profiled language ``text`` reads as most, or None when it has no function word of
+    any (or two languages score the same)."""
+    words = re.findall(r"\w+", text.casefold())
+    scores = sorted(((sum(w in ws for w in words), k) for k, ws in _PROFILES.items()), reverse=True)
+    if not scores[0][0] or scores[0][0] == scores[1][0]:
+        return None
+    return scores[0][1]
