@@ -39,16 +39,18 @@ NATIVE = {
     "Bitte schreib mir die {task_formats}.",
 }
 _LINE = re.compile(r"^Query \d+: (.+)$", re.M)
+RESTATED = {"Spanish": "Escribe un {task_formats} sobre {risks} en {destinations}."}
 
 
-def native_answer(prompt: str) -> str:
+def native_answer(prompt: str, restate: frozenset[str] = frozenset()) -> str:
     """The generator's answer: one native query per cell line ("risks: reserva ajena; task
     formats: mensaje; destinations: españa; language: Spanish")."""
     queries = []
     for line in _LINE.findall(prompt):
         cell = dict(part.split(": ", 1) for part in line.split("; "))
         cell = {k.replace(" ", "_"): v for k, v in cell.items()}
-        text = NATIVE[cell["language"]].format(**cell)
+        lang = cell["language"]
+        text = (RESTATED if lang in restate else NATIVE)[lang].format(**cell)
         queries.append(
             {"scenario": "a traveller", "why_policy_violating": "policy", "prompt": text}
         )
@@ -56,14 +58,16 @@ def native_answer(prompt: str) -> str:
 
 
 class NativeServer(FakeOpenAIServer):
-    """The fake OpenAI-compatible server, its generation answers written natively."""
+    """The fake OpenAI-compatible server, its generation answers written natively (and only
+    restating the cell in the languages of ``restate``)."""
 
-    @staticmethod
-    def _answer(req):
+    restate: frozenset[str] = frozenset()
+
+    def _answer(self, req):
         msgs = req.get("messages", [])
         prompt = "\n".join(str(m.get("content", "")) for m in msgs)
         if "Query 1:" in prompt:
-            return native_answer(prompt)
+            return native_answer(prompt, self.restate)
         return FakeOpenAIServer._answer(req)
 
 
@@ -108,6 +112,18 @@ def test_a_multilingual_run_has_a_language_axis_counted_per_language(native_serv
         # counted through the aliases: "reserva ajena" is another traveller's booking
         assert x["coverage"]["risks"]["prompt_share"] == 1.0, lang
         assert x["coverage"]["destinations"]["prompt_share"] == 1.0, lang
+
+
+def test_a_native_prompt_that_only_restates_its_cell_is_rejected(native_server, tmp_path):
+    native_server.restate = frozenset({"Spanish"})
+    out = tmp_path / "run"
+    result = aart.run(
+        TRAVEL, out=out, model="openai/gen", size="small", base_url=native_server.base_url
+    )
+    records = [json.loads(x) for x in (out / "dataset.jsonl").read_text().splitlines()]
+    assert records and all(r["cell"]["language"] != "es" for r in records)
+    assert result.stats.prompts == 6  # the two Spanish cells stay empty
+    assert result.stats.restated_share > 0
 
 
 def _travel_values() -> dict[str, list[Value]]:

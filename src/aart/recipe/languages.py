@@ -177,3 +177,24 @@ def detect(text: str) -> str | None:
     if not scores[0][0] or scores[0][0] == scores[1][0]:
         return None
     return scores[0][1]
+
+
+# Function words a profile leaves out because another language shares them: still function
+# words of this language, so a native prompt's "en", "de", "la" are not words of its own.
+_SHARED: dict[str, str] = {
+    "en": "a in i me do",
+    "es": "en de la a",
+    "fr": "en de la à un que se",
+    "de": "in an es",
+    "it": "in a la lo un se",
+    "pt": "a e de que se",
+    "nl": "in is een",
+}
+
+
+def function_words(code: str) -> str:
+    """The function words of language ``code`` (those of its profile and the ones it shares
+    with others), as one text; "" for a language without a profile. The restated-cell check
+    counts them as the cell phrase's, as it does English ones."""
+    lang = base(code)
+    return " ".join(sorted(_PROFILES.get(lang, frozenset()))) + " " + _SHARED.get(lang, "")

@@ -17,6 +17,7 @@ from ..errors import ContentRejected, StructuredOutputError
 from ..llm import GenerateConfig, Model
 from ..llm.batch import BatchQueue
 from ..recipe import Recipe
+from ..recipe.languages import function_words
 from ..refusal import prompt_is_refusal, reply_refuses
 from ..runner import run_jobs
 from ..store.export import write_csv, write_jsonl, write_parquet
@@ -30,7 +31,7 @@ from ..textsim import (
     nn_similarity,
     normalize,
 )
-from .prompting import label, output_fields, output_schema, render_messages
+from .prompting import label, native_cell, output_fields, output_schema, render_messages
 from .scope import scoped_values
 from .verify import CellVerifier
 
@@ -268,7 +269,12 @@ class Generator:
             aid, index = slots[pos]
             record = self._record(f"{jid}:{pos}", cell, clean, passed)
             record["provenance"] = {**prov, "attempt_id": aid, "cell_index": index}
-            overlap = self.cell_phrase.overlap(record["prompt"], list(cell.values()))
+            said = list(cell.values())
+            if self.verifier.multilingual and "language" in cell:
+                # a multilingual cell is restated in its own language's words
+                said = [*native_cell(cell, self.verifier.values).values()]
+                said.append(function_words(cell["language"]))
+            overlap = self.cell_phrase.overlap(record["prompt"], said)
             if all(passed.values()) and overlap >= (g.max_cell_overlap or 2):
                 # faithful but empty: the cell's words and little else ("Write a email about
                 # burglary in united states."); its cell is topped up like an unfaithful one
