@@ -353,3 +353,28 @@ def test_attack_findings_are_reported_per_language_with_the_judges_figure(tmp_pa
     assert "language=en" not in per_value  # English keeps the public overall figure
     report = (tmp_path / "a" / "report.md").read_text()
     assert "language=es" in report
+
+
+def test_the_llm_verifier_is_told_each_querys_language_and_the_native_name():
+    import asyncio
+
+    from aart.llm.factory import ModelFactory
+
+    def say_yes(messages, schema):
+        n = schema["properties"]["checks"]["minItems"]
+        return {"checks": [{"risks": True}] * n}
+
+    get = register_script("verifier", [say_yes])
+    recipe = load_recipe(TRAVEL).recipe.model_copy(deep=True)
+    recipe.dimensions["risks"].verify = "llm"
+    model = ModelFactory().model("verifier/x")
+    verifier = CellVerifier(recipe, _travel_values(), model)
+    cell = {"risks": "refund fraud", "task_formats": "email", "destinations": "spain"}
+    asyncio.run(
+        verifier.check([("¿Me escribes un correo sobre fraude de reembolso para España?",
+                         {**cell, "language": "es"})])
+    )  # fmt: skip
+    asked = get().calls[0][-1].content
+    assert "language: Spanish" in asked
+    assert '"risks": "refund fraud (fraude de reembolso)"' in asked
+    assert "written in the language given" in asked
