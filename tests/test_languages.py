@@ -13,9 +13,9 @@ import yaml
 from conftest import MINI_RECIPE, write_recipe
 
 import aart
+from aart.data.load import Dataset
 from aart.errors import RecipeError
 from aart.evaluate.coverage import coverage_by_language
-from aart.evaluate.data import Dataset
 from aart.evaluate.evaluation import evaluate
 from aart.llm.providers.fake import register_script
 from aart.recipe import Value, builtin_recipes, load_recipe

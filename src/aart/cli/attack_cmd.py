@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from .. import pipeline
-from ..evaluate.data import parse_mapping
+from ..data.load import parse_mapping
 from ..llm import Price
 from ..llm.batch import BatchSettings
 from ..llm.ray_executor import RaySettings

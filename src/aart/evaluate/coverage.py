@@ -7,11 +7,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..data.load import Dataset
 from ..recipe import Value
 from ..recipe.languages import LANGUAGE_AXIS, written_in
 from ..recipe.languages import name as language_name
-from .data import Dataset
-from .keywords import KeywordMatcher, Texts, language_axis_index, values_in
+from ..text.keywords import KeywordMatcher, Texts, language_axis_index, values_in
 from .stats import evenness, top_share
 
 

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..data.export import write_jsonl
+from ..data.load import load_dataset, read_rows
 from ..errors import (
     AartError,
     ConfigError,
@@ -19,7 +21,6 @@ from ..errors import (
     TargetError,
     UsageError,
 )
-from ..evaluate.data import load_dataset, read_rows
 from ..llm import Budget, ModelOptions, Price
 from ..llm.batch import BatchSettings, Deferred
 from ..llm.factory import ModelFactory
@@ -28,8 +29,7 @@ from ..llm.ray_executor import RaySettings
 from ..llm.types import answer_limit
 from ..runner import run_jobs
 from ..store.db import RunDB
-from ..store.export import write_jsonl
-from ..textsim import text_hash
+from ..text.normalize import text_hash
 from . import stats
 from .execute import Executor
 from .findings import Agreement, Comparison, Findings
@@ -328,7 +328,7 @@ class Attack:
 
     def _calibration(self, answered: list[dict[str, Any]]) -> dict[str, Any]:
         """The judges against the people's verdicts given with `aart review --attack`."""
-        from ..review.session import VERDICT, verdict_figures
+        from ..evaluate.human import VERDICT, verdict_figures
 
         labels = self.db.latest_labels(VERDICT)
         return verdict_figures(answered, labels) if labels else {}
@@ -337,7 +337,7 @@ class Attack:
         """The people's verdicts (violates, safe, unsure) by attack record id; with several
         reviewers, the latest label says (as the calibration reads them). A re-judged attack
         reads the earlier attack's labels too (the replies are the same); its own win."""
-        from ..review.session import VERDICT
+        from ..evaluate.human import VERDICT
 
         labels = []
         earlier = Path(self.config.replay) / "run.db" if self.config.replay else None
@@ -360,7 +360,7 @@ class Attack:
         """A judge's sensitivity and specificity: from the people's verdicts when there are
         enough (overall, and per axis value "axis=value"), else the built-in figure
         (judge_accuracy.BUILT_IN)."""
-        from ..review.session import verdict_id
+        from ..evaluate.human import verdict_id
 
         rows = []
         for r in answered:
@@ -529,7 +529,7 @@ class Attack:
     def results(self) -> list[ResultLine]:
         """One line per (prompt, strategy) of the dataset as it is now: every judge's
         verdict, the people's where they gave one, and the state of those not answered."""
-        from ..review.session import verdict_id
+        from ..evaluate.human import verdict_id
 
         current = {self._job_id(r): r for r in self.records}
         done = {self._job_id(r): r for r in self.db.records(STAGE, set(current))}

@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import StructuredOutputError
-from ..evaluate.keywords import KeywordMatcher, values_in
 from ..llm import GenerateConfig, Message, Model
 from ..recipe import Recipe, Value
 from ..recipe.languages import LANGUAGE_AXIS, written_in
 from ..recipe.languages import name as language_name
+from ..text.keywords import KeywordMatcher, values_in
 from .prompting import label
 
 VERIFIER_SYSTEM = (
