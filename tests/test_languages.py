@@ -19,10 +19,10 @@ from aart.evaluate.coverage import coverage_by_language
 from aart.evaluate.evaluation import evaluate
 from aart.llm.providers.fake import register_script
 from aart.recipe import Value, builtin_recipes, load_recipe
-from aart.recipe.languages import written_in
 from aart.steps.prompting import render_messages
 from aart.steps.verify import CellVerifier
 from aart.testing.fake_server import FakeOpenAIServer
+from aart.text.language import written_in
 
 TRAVEL = "travel-assistant"
 

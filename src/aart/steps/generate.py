@@ -18,11 +18,11 @@ from ..errors import ContentRejected, StructuredOutputError
 from ..llm import GenerateConfig, Model
 from ..llm.batch import BatchQueue
 from ..recipe import Recipe
-from ..recipe.languages import function_words
 from ..refusal import prompt_is_refusal, reply_refuses
 from ..runner import run_jobs
 from ..store.lock import OutputLock
 from ..store.rundir import Run
+from ..text.language import function_words
 from ..text.normalize import (
     RESTATED_CELL,
     CellPhrase,

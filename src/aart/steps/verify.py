@@ -8,7 +8,7 @@ method the recipe sets for it (``dimensions.<name>.verify``):
 - ``none``: not checked.
 
 In a multilingual recipe a cell's language is checked too: the prompt must read as that
-language (its function words; see :func:`~aart.recipe.languages.written_in`), and the keyword
+language (its function words; see :func:`~aart.text.language.written_in`), and the keyword
 check of a non-English cell matches the values' names in that language only, so a restated
 English prompt in a Spanish cell is not faithful to it. The ``llm`` verifier is told each
 query's language.
@@ -23,9 +23,10 @@ from typing import Any
 from ..errors import StructuredOutputError
 from ..llm import GenerateConfig, Message, Model
 from ..recipe import Recipe, Value
-from ..recipe.languages import LANGUAGE_AXIS, written_in
+from ..recipe.languages import LANGUAGE_AXIS
 from ..recipe.languages import name as language_name
 from ..text.keywords import KeywordMatcher, values_in
+from ..text.language import written_in
 from .prompting import label
 
 VERIFIER_SYSTEM = (

@@ -12,7 +12,8 @@ import numpy as np
 import polars as pl
 
 from ..recipe import Value
-from ..recipe.languages import LANGUAGE_AXIS, NAMES, base, detect
+from ..recipe.languages import LANGUAGE_AXIS, NAMES, base
+from .language import detect
 from .normalize import fold
 
 # Everything that is not a letter or digit, in any script, is a word boundary: "how-to"
@@ -119,7 +120,7 @@ class KeywordMatcher:
         first = np.cumsum([0, *(len(vals) for vals in values.values())])
         #: the index of the language axis of a multilingual run, if any: its values are
         #: language codes ("es" is also a Spanish word), so a text mentions the language it
-        #: is written in, as :func:`~aart.recipe.languages.detect` reads it
+        #: is written in, as :func:`~aart.text.language.detect` reads it
         self._language = language_axis_index(values)
         table: dict[str, set[int]] = {}
         for ai, vals in enumerate(values.values()):
