@@ -373,6 +373,8 @@ class DatasetEvaluation(_Keyed):
     coverage: dict[str, dict[str, Any]]
     annotations: dict[str, dict[str, Any]]
     agreement: dict[str, dict[str, Any]]
+    #: a multilingual dataset's coverage per language (empty for one language)
+    coverage_by_language: dict[str, Any]
     length: dict[str, Any]
     diversity: dict[str, Any]
     vocabulary: int

@@ -17,7 +17,12 @@ from ..recipe import Value, load_recipe
 from ..text.keywords import KeywordMatcher, as_column
 from ..text.normalize import NN_GROUP, RESTATED_CELL, CellPhrase, nn_similarity
 from ..types import DatasetEvaluation, DiversityGap, Evaluation, Table
-from .coverage import AgreementCounts, coverage_from_counts, distribution_from_counts
+from .coverage import (
+    AgreementCounts,
+    LanguageCoverage,
+    coverage_from_counts,
+    distribution_from_counts,
+)
 from .diversity import DiversityMeasures
 from .embeddings import ENABLE_HINT, Embedder, Int8Embedder, available, load_embedder
 from .stats import describe_counts, histogram_counts
@@ -145,6 +150,7 @@ class DatasetMeasures:
         self.any_mention = [0] * len(self.matcher.axes)
         self.annotations: dict[str, Counter[str]] = {}
         self.agreement = AgreementCounts(values)
+        self.by_language = LanguageCoverage(values)  # a multilingual dataset's, per language
         self.labelled = False
         self.words: Counter[int] = Counter()
         self.chars: Counter[int] = Counter()
@@ -170,6 +176,7 @@ class DatasetMeasures:
         if ds.annotations or ds.cells:
             self.labelled = True
             self.agreement.add(ds, column)
+            self.by_language.add(ds)
         if ds.annotations or ds.cells or ds.axes:
             self.cells.add(ds)
             self.labels += [a for a in [*ds.cells, *ds.annotations] if a not in self.labels]
@@ -191,6 +198,7 @@ class DatasetMeasures:
             coverage=coverage_from_counts(self.matcher, self.n, self.mentions, self.any_mention),
             annotations={a: distribution_from_counts(c) for a, c in self.annotations.items()},
             agreement=self.agreement.result() if self.labelled else {},
+            coverage_by_language=self.by_language.result(),
             length={
                 "words": describe_counts(self.words),
                 "chars": describe_counts(self.chars),

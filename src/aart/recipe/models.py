@@ -6,8 +6,9 @@ import re
 from typing import Annotated, Any, Literal
 
 import re2
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..text.languages import LANGUAGE_AXIS, check_code
 from .strategy_names import check_strategy
 
 IDENT = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -16,6 +17,10 @@ IDENT = r"^[A-Za-z_][A-Za-z0-9_]*$"
 class Strict(BaseModel):
     # nan compares False with everything: `max_cost: .nan` would switch the budget off
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+#: an ISO 639-1 code (checked, so a typo is a located recipe error, not an unnamed language)
+LanguageCode = Annotated[str, AfterValidator(check_code)]
 
 
 class Application(Strict):
@@ -29,8 +34,19 @@ class Application(Strict):
     description: str = ""
     #: who uses it
     audience: str = ""
-    languages: list[str] = ["en"]
+    #: the languages users write in; several make language an axis of the mix (one cell per
+    #: language, prompts written natively in it; see Recipe._language_axis)
+    languages: list[LanguageCode] = Field(["en"], min_length=1)
     policy: str = ""
+
+    @field_validator("languages")
+    @classmethod
+    def _distinct(cls, langs: list[str]) -> list[str]:
+        seen = {x.lower() for x in langs}
+        if len(seen) != len(langs):
+            raise ValueError("a language is listed twice; list each once")
+        return langs
+
     #: the application's own system prompt, used when `aart attack` targets a chat model
     system_prompt: str = ""
 
@@ -44,6 +60,9 @@ class Value(Strict):
     aliases: list[str] = []
     #: the value's category in a hierarchical dimension
     category: str | None = None
+    #: the value's name in each language of a multilingual recipe (language code -> name),
+    #: given by Step 1 or the recipe; a prompt of that language is matched against it
+    names: dict[str, str] = {}
 
 
 class Enumerate(Strict):
@@ -434,6 +453,30 @@ class Recipe(Strict):
                     f"dimension name {name!r} must be an identifier (letters, digits, _)"
                 )
         return dims
+
+    @model_validator(mode="after")
+    def _language_axis(self) -> Recipe:
+        """Several languages make language a dimension of the mix, the last one (so the other
+        axes' cells are drawn as before): its values are the codes, filters, weights and
+        sample apply to it like any axis. It is checked by the language of the prompt (see
+        steps.verify), never by keyword. One language: no axis, nothing changes."""
+        langs = self.application.languages
+        if len(langs) < 2:
+            return self
+        dim = self.dimensions.get(LANGUAGE_AXIS)
+        if dim is not None:
+            if dim.values is None or sorted(v.value for v in dim.values) != sorted(langs):
+                raise ValueError(
+                    f"dimension `{LANGUAGE_AXIS}` is the axis application.languages makes; "
+                    "rename this dimension, or list one language"
+                )
+            return self
+        self.dimensions[LANGUAGE_AXIS] = Dimension(
+            description="the language the user writes in",
+            values=[Value(value=x) for x in langs],
+            verify="none",
+        )
+        return self
 
 
 Path = tuple[str | int, ...]

@@ -36,6 +36,7 @@ from . import stats
 from .execute import Executor
 from .findings import Agreement, Comparison, Findings
 from .judge_accuracy import Accuracy, built_in, from_labels
+from .judge_languages import language_accuracy
 from .judges import NOTHING_SAID, RUBRIC_JUDGES, GuardJudge, LLMJudge, RefusalJudge, judge_name
 from .results import ResultLine, State, result_line, state_of
 from .sampling import check_selection, stratified_order
@@ -376,6 +377,11 @@ class Attack:
                 acc = from_labels(sub, f"{len(sub)} human verdicts for {axis}={value}")
                 if acc is not None:
                     per_value[f"{axis}={value}"] = acc
+        # a multilingual dataset: the built-in judge's figure in each language, unless
+        # people labelled that language's verdicts
+        languages = {str(r["cell"]["language"]) for r in answered if "language" in r["cell"]}
+        for key, acc in language_accuracy(judge, languages).items():
+            per_value.setdefault(key, acc)
         return overall, per_value
 
     def _job_id(self, r: dict[str, Any]) -> str:

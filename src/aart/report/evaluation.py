@@ -88,6 +88,14 @@ def _dataset_html(r: DatasetEvaluation) -> str:
                 rows,
             )
         )
+    header, rows = language_rows(r)
+    if rows:
+        out.append("<h3>Coverage per language</h3>")
+        out.append(
+            "<p class='muted'>Values counted through their names in each language (Step 1's "
+            "names); a prompt restating the English words does not count.</p>"
+        )
+        out.append(table(header, rows))
     h = r.length["words_histogram"]
     out.append("<h3>Length (words)</h3>")
     out.append(histogram_chart(h["edges"], h["counts"], xlabel="words per prompt"))
@@ -98,6 +106,23 @@ def _dataset_html(r: DatasetEvaluation) -> str:
 
 
 AGREEMENT_KINDS = ("cell", "annotation", "annotation_matches_cell")
+
+
+def language_rows(r: DatasetEvaluation) -> tuple[list[str], list[list[Any]]]:
+    """Coverage per language (a multilingual dataset): prompts, the share written in the
+    language, and per axis the share of prompts naming a value in that language."""
+    by = r.coverage_by_language or {}
+    axes = [a for a in next(iter(by.values()), {}).get("coverage", {})]
+    rows = [
+        [
+            f"{lang} ({x['name']})",
+            x["prompts"],
+            "-" if x["in_language"] is None else _pct(x["in_language"]),
+            *(_pct(x["coverage"][a]["prompt_share"]) for a in axes),
+        ]
+        for lang, x in by.items()
+    ]
+    return ["language", "prompts", "written in it", *(f"{a} named" for a in axes)], rows
 
 
 def diversity_lines(ev: Evaluation) -> list[str]:
@@ -259,6 +284,10 @@ def evaluation_markdown(ev: Evaluation, title: str = "aart evaluation") -> str:
                 if g.get(k)
             ]
             out.append(f"- agreement {a}: {'; '.join(parts)}")
+        header, rows = language_rows(r)
+        if rows:
+            out += ["", "Coverage per language (values named in the language):", ""]
+            out += [_md_table(header, [[str(x) for x in row] for row in rows]), ""]
         w = r.length["words"]
         if w.get("n"):
             out.append(

@@ -21,6 +21,7 @@ from ..refusal import prompt_is_refusal, reply_refuses
 from ..runner import run_jobs
 from ..store.lock import OutputLock
 from ..store.rundir import Run
+from ..text.language import function_words
 from ..text.normalize import (
     RESTATED_CELL,
     CellPhrase,
@@ -38,7 +39,7 @@ from ..types import (
     RecordKind,
     Rejection,
 )
-from .prompting import label, output_fields, output_schema, render_messages
+from .prompting import label, native_cell, output_fields, output_schema, render_messages
 from .scope import scoped_values
 from .verify import CellVerifier
 
@@ -221,7 +222,7 @@ class Generator:
         attempt, round_ = Attempt.model_validate(payload["attempt"]), payload["round"]
         slots: list[Slot] = [(aid, i) for aid, i in payload["slots"]]
         g = self.recipe.generate
-        msgs = render_messages(self.recipe, attempt)
+        msgs = render_messages(self.recipe, attempt, self.verifier.values)
         cfg = GenerateConfig(g.temperature, g.max_tokens, generation_seed(g.seed, jid))
         records: list[Stored] = []
         try:
@@ -266,7 +267,12 @@ class Generator:
             aid, index = slots[pos]
             record = self._record(f"{jid}:{pos}", cell, clean, passed)
             record.provenance = Provenance(**prov, attempt_id=aid, cell_index=index)
-            overlap = self.cell_phrase.overlap(record.prompt, list(cell.values()))
+            said = list(cell.values())
+            if self.verifier.multilingual and "language" in cell:
+                # a multilingual cell is restated in its own language's words
+                said = [*native_cell(cell, self.verifier.values).values()]
+                said.append(function_words(cell["language"]))
+            overlap = self.cell_phrase.overlap(record.prompt, said)
             if all(passed.values()) and overlap >= (g.max_cell_overlap or 2):
                 # faithful but empty: the cell's words and little else ("Write a email about
                 # burglary in united states."); its cell is topped up like an unfaithful one

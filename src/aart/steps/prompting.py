@@ -1,17 +1,24 @@
 """Step 3's prompt: the recipe's template rendered for one attempt, the attempt's cells (one
 line per query: the value of every dimension that query must embody), few-shot examples, and
 the structured answer (JSON with one object per query, reasoning fields first, the query last)
-it asks for."""
+it asks for.
+
+In a multilingual recipe each cell carries a language: its line names the values in that
+language (the names Step 1 stored) and asks for the query to be written natively in it, so a
+Spanish cell's query is written in Spanish, not translated from an English one."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import random
+from collections.abc import Mapping
 from typing import Any
 
 from ..llm import Message
-from ..recipe import Recipe
+from ..recipe import Recipe, Value
+from ..recipe.languages import LANGUAGE_AXIS
+from ..recipe.languages import name as language_name
 from ..recipe.models import RATIONALE_FIELD, reasoning_fields
 from ..recipe.template import render
 from ..types import Attempt
@@ -86,15 +93,38 @@ def output_schema(recipe: Recipe, attempt: Attempt) -> dict[str, Any]:
     }
 
 
-def cell_line(recipe: Recipe, cell: dict[str, str]) -> str:
+#: per dimension, its values by name (what a run's dimension files hold)
+Names = Mapping[str, Mapping[str, Value]]
+
+
+def native_cell(cell: dict[str, str], names: Names | None) -> dict[str, str]:
+    """``cell`` as a prompt in its language names it: each value by its name in the cell's
+    language (when Step 1 or the recipe gave one), the language by its English name."""
+    lang = cell.get(LANGUAGE_AXIS)
+    if lang is None:
+        return cell
+    out = {}
+    for d, v in cell.items():
+        if d == LANGUAGE_AXIS:
+            out[d] = language_name(v)
+            continue
+        known = (names or {}).get(d, {}).get(v)
+        out[d] = (known.names.get(lang) if known else None) or v
+    return out
+
+
+def cell_line(recipe: Recipe, cell: dict[str, str], names: Names | None = None) -> str:
     """One cell as the model reads it: the recipe's ``cell_template``, or every dimension
-    with its value."""
+    with its value; in a multilingual recipe, in the cell's language and saying which."""
+    multilingual = LANGUAGE_AXIS in cell and len(recipe.application.languages) > 1
+    shown = native_cell(cell, names) if multilingual else cell
     if recipe.generate.cell_template:
-        return " ".join(render(recipe.generate.cell_template, {"cell": cell}).split())
-    return "; ".join(f"{label(d)}: {v}" for d, v in cell.items())
+        line = " ".join(render(recipe.generate.cell_template, {"cell": shown}).split())
+        return f"{line} (written in {shown[LANGUAGE_AXIS]})" if multilingual else line
+    return "; ".join(f"{label(d)}: {v}" for d, v in shown.items())
 
 
-def cells_block(recipe: Recipe, attempt: Attempt) -> str:
+def cells_block(recipe: Recipe, attempt: Attempt, names: Names | None = None) -> str:
     """One line per query naming the values it must embody, plus what a top-up should avoid."""
     explicit = [label(d) for d, dim in recipe.dimensions.items() if dim.verify == "keyword"]
     lines = [
@@ -105,9 +135,15 @@ def cells_block(recipe: Recipe, attempt: Attempt) -> str:
         lines.append(
             f"Name the {', '.join(explicit)} of the cell in the query, using the value's words."
         )
+    if len(recipe.application.languages) > 1:
+        lines.append(
+            "Write each query natively in the language its cell names, as a user who speaks "
+            "it would write it (not a translation of an English query), naming the values "
+            "with the words the cell gives."
+        )
     avoid = attempt.avoid or {}
     for i, cell in enumerate(attempt.cells, start=1):
-        lines.append(f"Query {i}: {cell_line(recipe, cell)}")
+        lines.append(f"Query {i}: {cell_line(recipe, cell, names)}")
         earlier = avoid.get(str(i - 1)) or []
         if earlier:
             quoted = " | ".join(p[:AVOID_CHARS] for p in earlier[:AVOID_SHOWN])
@@ -155,13 +191,15 @@ def format_instructions(recipe: Recipe, n: int) -> str:
     return "\n".join(lines)
 
 
-def render_messages(recipe: Recipe, attempt: Attempt) -> list[Message]:
+def render_messages(recipe: Recipe, attempt: Attempt, names: Names | None = None) -> list[Message]:
+    """The generation call of one attempt; ``names``: the run's values (their names in the
+    recipe's languages name a multilingual cell's values)."""
     # Examples come before this attempt's cells: small models copy whatever stands right
     # before their answer, and that must be the cells.
     parts = [
         render(recipe.generate.template, template_context(recipe, attempt)).strip(),
         examples_block(recipe, attempt),
-        cells_block(recipe, attempt),
+        cells_block(recipe, attempt, names),
         format_instructions(recipe, attempt.queries),
     ]
     user = "\n\n".join(p for p in parts if p)

@@ -179,7 +179,7 @@ class Run:
         path.parent.mkdir(parents=True, exist_ok=True)
         entries: list[Any] = []
         for v in values:
-            if v.aliases or v.category:
+            if v.aliases or v.category or v.names:
                 entries.append(v.model_dump(exclude_defaults=True))
             else:
                 entries.append(v.value)
