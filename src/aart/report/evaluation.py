@@ -112,7 +112,8 @@ def language_rows(r: DatasetEvaluation) -> tuple[list[str], list[list[Any]]]:
     """Coverage per language (a multilingual dataset): prompts, the share written in the
     language, and per axis the share of prompts naming a value in that language."""
     by = r.coverage_by_language or {}
-    axes = [a for a in next(iter(by.values()), {}).get("coverage", {})]
+    first: dict[str, Any] = next(iter(by.values()), {})
+    axes = list(first.get("coverage", {}))
     rows = [
         [
             f"{lang} ({x['name']})",
