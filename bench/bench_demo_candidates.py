@@ -85,6 +85,13 @@ EXEMPLARS_TEMPLATE = (
 )
 
 
+NAMED_TEMPLATE = EXEMPLARS_TEMPLATE + (
+    "Name the line's kind of text, its crime and its region with the line's own words, and\n"
+    "add a city or place of that region.\n"
+)
+NAMED_CELL = "format: {{ cell.task_formats }} | crime: {{ cell.policy_concepts }} | region: {{ cell.regions }}"
+
+
 def split_regions(joined: str) -> list[str]:
     out, rest = [], f" {joined.lower()} "
     for name in REGION_NAMES:
@@ -134,7 +141,7 @@ def candidate_recipe(
         r["generate"].update(
             {"max_cell_overlap": 0.8, "max_cell_similarity": 0.6, "max_similarity": 0.8}
         )
-    else:
+    else:  # exemplars, named, loose
         r = recipe("checks", model, cells)  # diversity checks on
         r["generate"].update(
             {
@@ -150,6 +157,19 @@ def candidate_recipe(
                 "max_similarity": 0.8,
             }
         )
+    if pipeline == "loose":
+        # what the named layout gives when only the format is checked by its words: a city
+        # stands for its region, a crime may be named in other words
+        for d in ("policy_concepts", "regions"):
+            r["dimensions"][d]["verify"] = "none"
+    if pipeline in ("named", "loose"):
+        # the probe's layout (one short data line per cell, the words to name), three cells
+        # a call, and top-ups even after a weak first round
+        r["generate"].update(
+            {"template": NAMED_TEMPLATE, "cell_template": NAMED_CELL, "min_first_round_fill": 0}
+        )
+        r["scope"]["queries_per_attempt"] = 3
+        r["scope"]["attempts"] = cells // 3
     r["generate"]["max_topups"] = 2  # bounded: the 1.5B model is slow on 2 shared cores
     return r
 
@@ -189,6 +209,7 @@ def run_candidate(
     phrase = CellPhrase(LABELS)
     kept = sum(phrase.overlap(r["prompt"], list(r["cell"].values())) >= 0.8 for r in rows)
     checks_on = spec["generate"].get("max_cell_overlap", 0.8) is not None
+    written = written_rows(work / slug)
     tokens = u["prompt_tokens"] + u["completion_tokens"]
     return {
         "candidate": name,
@@ -206,7 +227,50 @@ def run_candidate(
         "seconds": round(seconds, 1),
         "stopped": s.stopped,
         "rows": [{"cell": r["cell"], "prompt": r["prompt"]} for r in rows],
+        "written": written,
+        "restated_of_written": restated_share(written),
+        "copies_rejected": copies_rejected(work / slug),
     }
+
+
+def restated_share(rows: list[dict[str, Any]]) -> float | None:
+    phrase = CellPhrase(LABELS)
+    cells = [r for r in rows if r.get("cell")]
+    if not cells:
+        return None
+    restated = sum(phrase.overlap(r["prompt"], list(r["cell"].values())) >= 0.8 for r in cells)
+    return restated / len(cells)
+
+
+def copies_rejected(run: Path) -> int:
+    """Items Step 3 rejected for copying a few-shot example whole."""
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{run / 'run.db'}?mode=ro", uri=True)
+    try:
+        rows = db.execute("select data from records where kind='invalid'").fetchall()
+        return sum(json.loads(d).get("reason") == "copies a few-shot example" for (d,) in rows)
+    finally:
+        db.close()
+
+
+def written_rows(run: Path) -> list[dict[str, Any]]:
+    """Every item the model wrote with its cell, kept or rejected (unfaithful, too alike),
+    copies of an example left out: what the pipeline could give with another check."""
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{run / 'run.db'}?mode=ro", uri=True)
+    try:
+        out = []
+        for kind, data in db.execute("select kind, data from records where stage='generate'"):
+            d = json.loads(data)
+            item = d.get("item") or d
+            if kind == "invalid" or not isinstance(item.get("prompt"), str):
+                continue
+            out.append({"cell": d.get("cell"), "prompt": item["prompt"], "kept": kind == "prompt"})
+        return out
+    finally:
+        db.close()
 
 
 def baseline_candidate(work: Path, name: str, model: dict[str, Any], n: int) -> dict[str, Any]:
@@ -273,6 +337,11 @@ def write_blind(results: list[dict[str, Any]], ref: list[dict[str, Any]], out: P
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(2024)
     sources = [(r["candidate"], r["rows"]) for r in results if r.get("rows")]
+    sources += [
+        (f"{r['candidate']} written", r["written"])
+        for r in results
+        if r.get("written") and len(r["written"]) > len(r.get("rows") or [])
+    ]
     sources.append(("released AART data", ref))
     pooled: list[tuple[str, dict[str, Any]]] = []
     for name, rows in sources:
@@ -305,9 +374,10 @@ def fmt(v: Any, spec: str) -> str:
 
 def table(results: list[dict[str, Any]]) -> str:
     out = [
-        "| candidate | faithful fill | restated (written / kept) | copies an example "
-        "| NN sim. | self-BLEU | tokens/faithful prompt | faithful prompts/min |",
-        "|---|---|---|---|---|---|---|---|",
+        "| candidate | faithful fill | restated (of faithful written / kept) | items written "
+        "(restated) | copies rejected | NN sim. | self-BLEU | tokens/faithful prompt "
+        "| faithful prompts/min |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         if "error" in r:
@@ -321,15 +391,18 @@ def table(results: list[dict[str, Any]]) -> str:
             if r["restated_written"] is None
             else f"{r['restated_written']:.0%} / {r['restated_kept']:.0%}"
         )
+        w = r.get("written")
+        written = "-" if w is None else f"{len(w)} ({fmt(r.get('restated_of_written'), '.0%')})"
         out.append(
-            f"| {r['candidate']} | {fill} | {restated} | {fmt(r.get('copied'), '.0%')} "
+            f"| {r['candidate']} | {fill} | {restated} | {written} "
+            f"| {fmt(r.get('copies_rejected'), 'd')} "
             f"| {r['nn_similarity']:.3f} | {r['self_bleu']:.3f} "
             f"| {fmt(r.get('tokens_per_prompt'), '.0f')} | {fmt(r.get('per_minute'), '.1f')} |"
         )
     return "\n".join(out)
 
 
-PIPELINES = ["template", "exemplars", "staged", "baseline"]
+PIPELINES = ["template", "exemplars", "staged", "named", "loose", "baseline"]
 MODEL_NAMES = {"local/default": "0.5B"}
 
 
@@ -347,7 +420,9 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", choices=PIPELINES)
     ap.add_argument("--aart-data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--out", type=Path, default=Path("/tmp/bench-demo-candidates.json"))
-    ap.add_argument("--report", type=Path, help="only tabulate (and --blind) a saved --out")
+    ap.add_argument(
+        "--report", type=Path, nargs="+", help="only tabulate (and --blind) saved --out files"
+    )
     ap.add_argument("--blind", type=Path)
     ap.add_argument("--key", type=Path)
     args = ap.parse_args()
@@ -355,7 +430,9 @@ def main() -> None:
         ap.error("--blind needs --key (kept apart from the blind files)")
     use_threads(args.threads)
     if args.report:
-        results = json.loads(args.report.read_text())
+        saved = [r for f in args.report for r in json.loads(f.read_text())]
+        refs = [r for r in saved if r["candidate"].startswith("released")]
+        results = [r for r in saved if not r["candidate"].startswith("released")] + refs[:1]
     else:
         from bench_faithful import CONCEPTS
 
@@ -363,6 +440,8 @@ def main() -> None:
         staged = yaml.safe_load((Path(__file__).parent / "small_model_staged.yaml").read_text())
         shown = {
             "exemplars": [e["prompt"] for e in pool],
+            "named": [e["prompt"] for e in pool],
+            "loose": [e["prompt"] for e in pool],
             "staged": [e["prompt"] for e in staged["generate"]["examples"]],
             "template": [],
         }
