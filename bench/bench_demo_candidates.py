@@ -12,11 +12,15 @@ Pipelines (Step 1 left out: explicit values, the same cells for every candidate)
   never committed: CC-BY-4.0, Radharapu et al. 2023), diversity checks on;
 - ``staged``: bench/small_model_staged.yaml (a region-specific topic first, then the request,
   three of eighteen adapted examples per call), diversity checks on;
+- ``named``: the exemplars with the cell as one short data line (``format | crime |
+  region``), three cells a call, top-ups after any first round;
+- ``loose``: named with only the format verified by its words (a city may stand for its
+  region, the crime may be named in other words);
 - ``baseline``: `aart baseline zero-shot` (no cells).
 
 Per candidate: faithful fill, the share of the faithful items that restate their cell (what
-the model wrote, before rejection, and what the dataset keeps), the share that copies an
-example (word-bigram Jaccard >= 0.5 with one), mean nearest-neighbour similarity and Self-BLEU,
+the model wrote, before rejection, and what the dataset keeps), every item it wrote (kept or
+rejected; the restated share of those), the items rejected for copying an example, mean nearest-neighbour similarity and Self-BLEU,
 tokens per faithful prompt and faithful prompts per minute.
 
 With ``--blind DIR``, every candidate's prompts are written shuffled with no source to
@@ -26,9 +30,11 @@ source) goes to ``--key`` only, apart from DIR, so a reader can label DIR blind.
 text: keep DIR and the key out of the repository.
 
     python bench/bench_demo_candidates.py --models local/default local//tmp/qwen15.gguf \
-        [--cells 12] [--only template exemplars staged baseline] \
+        [--cells 12] [--threads 1] [--only template exemplars staged named loose baseline] \
         [--blind blind --key /tmp/blind-key.json] [--out /tmp/bench-demo.json]
-    python bench/bench_demo_candidates.py --report /tmp/bench-demo.json --blind ... --key ...
+    python bench/bench_demo_candidates.py --report /tmp/a.json /tmp/b.json --blind ... --key ...
+
+Figures of 2026-12-01: docs/benchmarks.md ("The demo's candidate models and pipelines").
 """
 
 from __future__ import annotations
