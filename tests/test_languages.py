@@ -23,6 +23,7 @@ from aart.steps.prompting import render_messages
 from aart.steps.verify import CellVerifier
 from aart.testing.fake_server import FakeOpenAIServer
 from aart.text.language import written_in
+from aart.types import Attempt
 
 TRAVEL = "travel-assistant"
 
@@ -165,12 +166,7 @@ def test_one_language_means_no_axis_and_the_prompts_do_not_change(tmp_path):
         assert ("language" in recipe.dimensions) == (len(langs) > 1), name
     recipe = load_recipe(write_recipe(tmp_path, MINI_RECIPE)).recipe
     assert "language" not in recipe.dimensions
-    attempt = {
-        "id": "a1",
-        "cells": [{"concepts": "fraud", "formats": "email", "regions": "europe"}],
-        "values": {"concepts": ["fraud"], "formats": ["email"], "regions": ["europe"]},
-        "queries": 1,
-    }
+    attempt = Attempt.of("a1", [{"concepts": "fraud", "formats": "email", "regions": "europe"}])
     names = {"concepts": {"fraud": Value(value="fraud", names={"es": "fraude"})}}
     plain = render_messages(recipe, attempt)
     assert render_messages(recipe, attempt, names) == plain
@@ -184,7 +180,7 @@ def test_the_prompt_asks_for_each_cell_in_its_language_with_its_names():
         {"risks": "visa rules", "task_formats": "email", "destinations": "japan", "language": "de"},
         {"risks": "visa rules", "task_formats": "email", "destinations": "japan", "language": "en"},
     ]
-    attempt = {"id": "a1", "cells": cells, "values": {}, "queries": 2}
+    attempt = Attempt.of("a1", cells)
     user = render_messages(recipe, attempt, values)[1].content
     assert (
         "Query 1: risks: visaregeln; task formats: e-mail; destinations: japan; language: German"
@@ -283,17 +279,18 @@ def test_the_language_axis_takes_quotas_like_any_axis(tmp_path):
         "formats": ["email"],
         "language": ["en", "es"],
     }
-    cells = [c for a in build_blueprint(recipe, values) for c in a["cells"]]
+    cells = [c for a in build_blueprint(recipe, values) for c in a.cells]
     spanish = sum(c["language"] == "es" for c in cells)
     assert spanish > len(cells) - spanish
 
 
 def test_the_built_in_multilingual_recipe_is_listed(tmp_path):
-    from click.testing import CliRunner
+    import subprocess
+    import sys
 
-    from aart.cli.main import cli
-
-    out = CliRunner().invoke(cli, ["recipes"]).output
+    out = subprocess.run(
+        [sys.executable, "-m", "aart", "recipes"], capture_output=True, text=True, check=True
+    ).stdout
     assert TRAVEL in out
     recipe = load_recipe(TRAVEL).recipe
     assert recipe.application.languages == ["en", "es", "fr", "de"]

@@ -26,6 +26,8 @@ from ..llm.batch import BatchSettings, Deferred
 from ..llm.factory import ModelFactory
 from ..llm.http_status import is_retryable
 from ..llm.ray_executor import RaySettings
+from ..llm.transport.base import Execution
+from ..llm.transport.batch import batch_of
 from ..llm.types import answer_limit
 from ..runner import run_jobs
 from ..store.db import RunDB
@@ -178,8 +180,8 @@ class Attack:
         self.records = attack_records(self.dataset, config)
         if not self.records:
             raise UsageError(f"{dataset} holds no prompts")
-        if config.batch is not None and config.ray is not None:
-            raise UsageError("--batch and --executor ray do not go together: choose one")
+        # how the calls travel (direct, batch or Ray: one or the other), started in _build
+        self.execution = Execution.of(config.batch, config.ray)
         # Everything the attack needs is checked before the directory exists (target,
         # judges, attacker, prices): a usage error leaves nothing behind, so the corrected
         # command starts afresh instead of meeting "other settings".
@@ -258,11 +260,8 @@ class Attack:
             prices=config.prices,
             budget=budget,
             source="the recipe or --price",
+            execution=self.execution if db is not None else Execution(),
         )
-        if db is not None and config.batch is not None:
-            self.models.batch = config.batch.queue(db, budget)
-        if db is not None and config.ray is not None:
-            self.models.remote = config.ray.start()
         if config.replay:
             replay = ReplayAPI(config.target, saved_responses(Path(config.replay)), config.options)
             self.target = self.models.wrap(config.target, replay, paid=False)
@@ -420,7 +419,7 @@ class Attack:
         self.db.add_jobs(STAGE, ((self._job_id(r), r) for r in self.records))
         self.db.set_job_status((jid for jid, _, _ in self.db.failed_jobs(STAGE)), "pending")
         try:
-            batch = self.models.batch
+            batch = batch_of(self.models.transport)
             if batch is not None and not batch.models:
                 raise UsageError(
                     "--batch needs a target or judge that is an OpenAI-compatible model "
@@ -551,8 +550,7 @@ class Attack:
         return lines
 
     def close(self) -> None:
-        if self.models.remote is not None:
-            self.models.remote.shutdown()
+        self.models.close()  # what the execution started (Ray's workers)
         self.db.close()
 
 

@@ -4,12 +4,12 @@ repeated after a crash is answered from the cache: no paid call twice."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError, StructuredOutputError
+from ..ids import attack_seed
 from ..llm import GenerateConfig, Message, Model, ModelOutput
 from .judges import Verdict, nothing_said, nothing_said_state, quote
 from .strategies import LLM_CONVERTERS, Strategy, convert
@@ -31,12 +31,6 @@ TURNS_SCHEMA = {
     "properties": {"turns": {"type": "array", "items": {"type": "string"}, "minItems": 1}},
     "required": ["turns"],
 }
-
-
-def job_seed(job: str, step: int = 0) -> int:
-    """A seed that depends on the job and the step, so a repeated job sends the same
-    requests (and hits the cache) while two jobs never do."""
-    return int(hashlib.sha256(f"{job}:{step}".encode()).hexdigest()[:8], 16)
 
 
 @dataclass
@@ -173,7 +167,7 @@ class Executor:
         ]
         try:
             out = await attacker.generate(
-                msgs, GenerateConfig(0.7, 600, job_seed(job, step)), PROMPT_SCHEMA, tag=job
+                msgs, GenerateConfig(0.7, 600, attack_seed(job, step)), PROMPT_SCHEMA, tag=job
             )
         except StructuredOutputError:
             return text
@@ -238,7 +232,7 @@ class Executor:
         ]
         try:
             out = await attacker.generate(
-                msgs, GenerateConfig(0.7, 800, job_seed(job)), TURNS_SCHEMA, tag=job
+                msgs, GenerateConfig(0.7, 800, attack_seed(job)), TURNS_SCHEMA, tag=job
             )
             turns = [str(t) for t in out.parsed["turns"]][: self.max_turns] or [prompt]
         except StructuredOutputError:

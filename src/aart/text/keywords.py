@@ -7,14 +7,41 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import polars as pl
 
-from ..recipe import Value
-from ..recipe.languages import LANGUAGE_AXIS, NAMES, base
-from .language import detect
+from .language import LANGUAGE_AXIS, NAMES, base, detect
 from .normalize import fold
+
+
+class Keyword(Protocol):
+    """What the matcher needs of a value (a recipe's :class:`~aart.recipe.Value` is one): its
+    text and its aliases. A protocol, so text matching needs nothing from the recipe."""
+
+    @property
+    def value(self) -> str: ...
+
+    @property
+    def aliases(self) -> Sequence[str]: ...
+
+    @property
+    def names(self) -> Mapping[str, str]:
+        """The value's name in each language of a multilingual recipe (language code ->
+        name): aliases too, and the only names a prompt of that language is matched by."""
+        ...
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A :class:`Keyword` made here: a value as one language names it."""
+
+    value: str
+    aliases: Sequence[str] = ()
+    names: Mapping[str, str] = field(default_factory=dict)
+
 
 # Everything that is not a letter or digit, in any script, is a word boundary: "how-to"
 # matches "how to", and «phishing», ¿phishing? and "phishing。" all hold the word phishing.
@@ -110,7 +137,7 @@ class KeywordMatcher:
     texts in polars' Aho-Corasick (Rust) on its streaming engine: no Python loop per text or
     per match."""
 
-    def __init__(self, values: Mapping[str, Sequence[Value]]) -> None:
+    def __init__(self, values: Mapping[str, Sequence[Keyword]]) -> None:
         self.axes = list(values)
         self.values = {axis: [v.value for v in vals] for axis, vals in values.items()}
         # value number across all axes, and the axis of each
@@ -251,7 +278,7 @@ class KeywordMatcher:
         return n, counts, per_axis.tolist()
 
 
-def language_axis_index(values: Mapping[str, Sequence[Value]]) -> int | None:
+def language_axis_index(values: Mapping[str, Sequence[Keyword]]) -> int | None:
     """Where the language axis of a multilingual run stands among ``values``' axes: the axis
     named ``language`` whose values are all language codes (None when there is none)."""
     for ai, (axis, vals) in enumerate(values.items()):
@@ -260,13 +287,13 @@ def language_axis_index(values: Mapping[str, Sequence[Value]]) -> int | None:
     return None
 
 
-def values_in(values: Mapping[str, Sequence[Value]], language: str) -> dict[str, list[Value]]:
+def values_in(values: Mapping[str, Sequence[Keyword]], language: str) -> dict[str, list[Phrase]]:
     """The values of every axis but the language axis as a prompt in ``language`` names
     them, in the same order: the value's name in that language when it has one (with the
     value and its aliases too when the language is English, which values and aliases are
     written in), else the value as written. So a restated English prompt in a Spanish cell
     does not mention "robo", and no English word stands for it."""
-    out: dict[str, list[Value]] = {}
+    out: dict[str, list[Phrase]] = {}
     english = base(language) == "en"
     for axis, vals in values.items():
         if axis == LANGUAGE_AXIS:
@@ -275,9 +302,9 @@ def values_in(values: Mapping[str, Sequence[Value]], language: str) -> dict[str,
         for v in vals:
             name = v.names.get(language) or v.names.get(base(language))
             if english:
-                native.append(Value(value=v.value, aliases=[*v.aliases, *filter(None, [name])]))
+                native.append(Phrase(v.value, [*v.aliases, *filter(None, [name])]))
             else:
-                native.append(Value(value=name or v.value))
+                native.append(Phrase(name or v.value))
         out[axis] = native
     return out
 
