@@ -561,6 +561,7 @@ EVALUATION_JSON_KEYS = [
     "datasets[].coverage",
     "datasets[].annotations",
     "datasets[].agreement",
+    "datasets[].coverage_by_language",
     "datasets[].length",
     "datasets[].diversity",
     "datasets[].diversity.distinct_1",

@@ -104,7 +104,7 @@ def test_a_multilingual_run_has_a_language_axis_counted_per_language(native_serv
         "de",
     ]
     ev = evaluate(out / "dataset.jsonl", run=str(out), embeddings=False)
-    r = ev["datasets"][0]
+    r = ev.as_dict()["datasets"][0]
     assert r["coverage"]["language"]["never_matched"] == []
     by = r["coverage_by_language"]
     assert set(by) == {"en", "es", "fr", "de"}
@@ -288,6 +288,7 @@ def test_the_built_in_multilingual_recipe_is_listed(tmp_path):
     import subprocess
     import sys
 
+    # in a subprocess: click's CliRunner here would change the help width test_docs renders
     out = subprocess.run(
         [sys.executable, "-m", "aart", "recipes"], capture_output=True, text=True, check=True
     ).stdout

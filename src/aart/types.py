@@ -42,7 +42,8 @@ def cells_from_values(values: Mapping[str, Sequence[str]], queries: int) -> list
 def kind_of(value: Any) -> str:
     """What a JSON value is, for a message (never the value itself: it is data)."""
     names = {str: "a string", list: "a list", dict: "an object", bool: "a boolean"}
-    return names.get(type(value), "null" if value is None else f"a {type(value).__name__}")
+    names |= {int: "a number", float: "a number", type(None): "null"}
+    return names.get(type(value), f"a {type(value).__name__}")
 
 
 def problem(e: ValidationError) -> str:
@@ -281,6 +282,21 @@ class Rejection(_Line):
         return self.model_dump(exclude_unset=True)
 
 
+class Duplicate(_Line):
+    """One line of ``duplicates.jsonl``: a prompt left out for repeating a kept one."""
+
+    id: str
+    prompt: str
+    #: "exact", "near" (MinHash), or "similar" (too close to a kept prompt)
+    kind: str
+    duplicate_of: str
+    #: why a "similar" one was left out (a near copy of its cell's prompt, or of another)
+    reason: str | None = None
+
+    def to_line(self) -> dict[str, Any]:
+        return self.model_dump(exclude_unset=True)
+
+
 class RecordKind(StrEnum):
     """What a record stored in ``run.db`` is (its own column beside the job's stage).
     Before migration 6 the kind was a suffix of the stage ("generate.refused")."""
@@ -357,6 +373,8 @@ class DatasetEvaluation(_Keyed):
     coverage: dict[str, dict[str, Any]]
     annotations: dict[str, dict[str, Any]]
     agreement: dict[str, dict[str, Any]]
+    #: a multilingual dataset's coverage per language (empty for one language)
+    coverage_by_language: dict[str, Any]
     length: dict[str, Any]
     diversity: dict[str, Any]
     vocabulary: int
@@ -366,24 +384,15 @@ class DatasetEvaluation(_Keyed):
     notes: list[str] = field(default_factory=list)
     #: topic figures, when topics were labelled (absent from the JSON otherwise)
     topics: dict[str, Any] | None = None
-    #: a multilingual dataset's coverage per language (evaluate.coverage.LanguageCoverage;
-    #: absent from the JSON when the dataset has no language axis)
-    coverage_by_language: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def _keys(self) -> list[str]:
         keys = super()._keys()
-        if self.topics is None:
-            keys = [k for k in keys if k != "topics"]
-        return (
-            keys if self.coverage_by_language else [k for k in keys if k != "coverage_by_language"]
-        )
+        return keys if self.topics is not None else [k for k in keys if k != "topics"]
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         if d["topics"] is None:
             del d["topics"]
-        if not d["coverage_by_language"]:
-            del d["coverage_by_language"]
         return d
 
 

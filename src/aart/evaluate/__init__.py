@@ -9,12 +9,15 @@ import typing
 from ..data.load import Dataset, load_dataset
 from .evaluation import comparison_table, evaluate, evaluate_dataset, resolve_values
 
+if typing.TYPE_CHECKING:  # a name for the annotation only: not one this package exports
+    from ..types import Evaluation
+
 
 class _EvaluatePackage(types.ModuleType):
     """``aart.evaluate(dataset, ...)`` is the verb, :func:`aart.evaluate.evaluate`, while
     ``aart.evaluate`` stays this package (``import aart.evaluate.coverage`` still works)."""
 
-    def __call__(self, *args: typing.Any, **kwargs: typing.Any) -> dict[str, typing.Any]:
+    def __call__(self, *args: typing.Any, **kwargs: typing.Any) -> "Evaluation":
         return evaluate(*args, **kwargs)
 
     # help() and inspect show evaluate's parameters (the first one is the module itself)

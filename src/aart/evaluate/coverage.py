@@ -9,9 +9,9 @@ from typing import Any
 
 from ..data.load import Dataset
 from ..recipe import Value
-from ..recipe.languages import LANGUAGE_AXIS
+from ..recipe.languages import LANGUAGE_AXIS, values_in
 from ..recipe.languages import name as language_name
-from ..text.keywords import KeywordMatcher, Texts, language_axis_index, values_in
+from ..text.keywords import KeywordMatcher, Texts, language_axis_index
 from ..text.language import written_in
 from .stats import evenness, top_share
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 import re2
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .languages import LANGUAGE_AXIS, check_code
+from ..text.languages import LANGUAGE_AXIS, check_code
 from .strategy_names import check_strategy
 
 IDENT = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -34,9 +34,8 @@ class Application(Strict):
     description: str = ""
     #: who uses it
     audience: str = ""
-    #: the languages users write in, as ISO 639-1 codes (``en``, ``es``, ``pt-BR``); two or
-    #: more make ``language`` an axis of the mix: one cell per language, its prompt written
-    #: natively in it (see docs/generation.md#languages)
+    #: the languages users write in; several make language an axis of the mix (one cell per
+    #: language, prompts written natively in it; see Recipe._language_axis)
     languages: list[LanguageCode] = Field(["en"], min_length=1)
     policy: str = ""
 

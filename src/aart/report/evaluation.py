@@ -111,8 +111,9 @@ AGREEMENT_KINDS = ("cell", "annotation", "annotation_matches_cell")
 def language_rows(r: DatasetEvaluation) -> tuple[list[str], list[list[Any]]]:
     """Coverage per language (a multilingual dataset): prompts, the share written in the
     language, and per axis the share of prompts naming a value in that language."""
-    by = r.coverage_by_language
-    axes = list(next(iter(by.values()), {}).get("coverage", {}))
+    by = r.coverage_by_language or {}
+    first: dict[str, Any] = next(iter(by.values()), {})
+    axes = list(first.get("coverage", {}))
     rows = [
         [
             f"{lang} ({x['name']})",

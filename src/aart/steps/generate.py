@@ -30,7 +30,15 @@ from ..text.normalize import (
     nn_similarity,
     normalize,
 )
-from ..types import Attempt, Cell, DatasetRecord, Provenance, RecordKind, Rejection
+from ..types import (
+    Attempt,
+    Cell,
+    DatasetRecord,
+    Duplicate,
+    Provenance,
+    RecordKind,
+    Rejection,
+)
 from .prompting import label, native_cell, output_fields, output_schema, render_messages
 from .scope import scoped_values
 from .verify import CellVerifier
@@ -383,7 +391,7 @@ class Generator:
                 out.add(jid)
         return out
 
-    def dataset(self) -> tuple[list[DatasetRecord], list[dict[str, str]], GenerateStats, Avoid]:
+    def dataset(self) -> tuple[list[DatasetRecord], list[Duplicate], GenerateStats, Avoid]:
         """One faithful, non-duplicate record per cell of the current blueprint (in blueprint
         order), the duplicates left out, the stats, and per attempt and cell the prompts a
         top-up should not repeat."""
@@ -409,7 +417,7 @@ class Generator:
         of_cell: dict[str, list[int]] = {}
         kept: list[DatasetRecord] = []
         filled: set[tuple[str, int]] = set()
-        duplicates: list[dict[str, str]] = []
+        duplicates: list[Duplicate] = []
         avoid: Avoid = {}
         for r in sorted(filter(stands, self._prompts(ALIKE, jobs)), key=key):
             # a restated cell is shown to the cell's top-up as what not to write
@@ -430,8 +438,10 @@ class Generator:
                 kind, reason = ("similar", DATASET_COPY) if dup is not None else ("", "")
             if dup is not None:
                 original = kept[dup[1]]
-                entry = {"id": r.id, "prompt": r.prompt, "kind": kind, "duplicate_of": original.id}
-                duplicates.append({**entry, "reason": reason} if reason else entry)
+                why = {"reason": reason} if reason else {}
+                duplicates.append(
+                    Duplicate(id=r.id, prompt=r.prompt, kind=kind, duplicate_of=original.id, **why)
+                )
                 avoid.setdefault(slot[0], {}).setdefault(slot[1], []).append(original.prompt)
                 continue
             index.add(r.prompt, len(kept))
@@ -468,7 +478,7 @@ class Generator:
         jobs: set[str],
         candidates: list[DatasetRecord],
         kept: list[DatasetRecord],
-        duplicates: list[dict[str, str]],
+        duplicates: list[Duplicate],
     ) -> GenerateStats:
         stats = GenerateStats(attempts=len(self.blueprint))
         stats.requested = sum(a.queries for a in self.blueprint)
@@ -504,9 +514,9 @@ class Generator:
             }
             for d in self.recipe.dimensions
         }
-        stats.exact_duplicates = sum(1 for d in duplicates if d["kind"] == "exact")
-        stats.near_duplicates = sum(1 for d in duplicates if d["kind"] == "near")
-        rejected = Counter(d["reason"] for d in duplicates if d.get("reason"))
+        stats.exact_duplicates = sum(1 for d in duplicates if d.kind == "exact")
+        stats.near_duplicates = sum(1 for d in duplicates if d.kind == "near")
+        rejected = Counter(d.reason for d in duplicates if d.reason)
         if alike:
             rejected[RESTATED] = len(alike)
         stats.diversity_rejected = dict(rejected)
@@ -573,7 +583,7 @@ class Generator:
         return stats
 
     def write_outputs(
-        self, kept: list[DatasetRecord], duplicates: list[dict[str, str]], stats: GenerateStats
+        self, kept: list[DatasetRecord], duplicates: list[Duplicate], stats: GenerateStats
     ) -> None:
         root = self.run.root
         write_jsonl((r.to_line() for r in kept), root / "dataset.jsonl")
@@ -581,7 +591,7 @@ class Generator:
         write_csv(flat, root / "dataset.csv")
         write_parquet(flat, root / "dataset.parquet")
         write_csv([aart_row(self.recipe, r) for r in kept], root / "dataset.aart.csv", AART_COLUMNS)
-        write_jsonl(duplicates, root / "duplicates.jsonl")
+        write_jsonl((d.to_line() for d in duplicates), root / "duplicates.jsonl")
         (root / "generate.json").write_text(json.dumps(stats.as_dict(), indent=2))
 
 

@@ -23,9 +23,9 @@ from typing import Any
 from ..errors import StructuredOutputError
 from ..llm import GenerateConfig, Message, Model
 from ..recipe import Recipe, Value
-from ..recipe.languages import LANGUAGE_AXIS
+from ..recipe.languages import LANGUAGE_AXIS, values_in
 from ..recipe.languages import name as language_name
-from ..text.keywords import KeywordMatcher, values_in
+from ..text.keywords import KeywordMatcher
 from ..text.language import written_in
 from .prompting import label
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 import polars as pl
 
-from .language import LANGUAGE_AXIS, NAMES, base, detect
+from .language import detect
+from .languages import LANGUAGE_AXIS, NAMES, base
 from .normalize import fold
 
 
@@ -28,19 +28,7 @@ class Keyword(Protocol):
     def aliases(self) -> Sequence[str]: ...
 
     @property
-    def names(self) -> Mapping[str, str]:
-        """The value's name in each language of a multilingual recipe (language code ->
-        name): aliases too, and the only names a prompt of that language is matched by."""
-        ...
-
-
-@dataclass(frozen=True)
-class Phrase:
-    """A :class:`Keyword` made here: a value as one language names it."""
-
-    value: str
-    aliases: Sequence[str] = ()
-    names: Mapping[str, str] = field(default_factory=dict)
+    def names(self) -> Mapping[str, str]: ...  # the value's name per language code
 
 
 # Everything that is not a letter or digit, in any script, is a word boundary: "how-to"
@@ -285,28 +273,6 @@ def language_axis_index(values: Mapping[str, Sequence[Keyword]]) -> int | None:
         if axis == LANGUAGE_AXIS and vals and all(base(v.value) in NAMES for v in vals):
             return ai
     return None
-
-
-def values_in(values: Mapping[str, Sequence[Keyword]], language: str) -> dict[str, list[Phrase]]:
-    """The values of every axis but the language axis as a prompt in ``language`` names
-    them, in the same order: the value's name in that language when it has one (with the
-    value and its aliases too when the language is English, which values and aliases are
-    written in), else the value as written. So a restated English prompt in a Spanish cell
-    does not mention "robo", and no English word stands for it."""
-    out: dict[str, list[Phrase]] = {}
-    english = base(language) == "en"
-    for axis, vals in values.items():
-        if axis == LANGUAGE_AXIS:
-            continue
-        native = []
-        for v in vals:
-            name = v.names.get(language) or v.names.get(base(language))
-            if english:
-                native.append(Phrase(v.value, [*v.aliases, *filter(None, [name])]))
-            else:
-                native.append(Phrase(name or v.value))
-        out[axis] = native
-    return out
 
 
 def _nested_patterns(
