@@ -10,17 +10,17 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, Unpack
 
 from .errors import BudgetError, EndpointDown, UsageError
-from .llm import BudgetExhausted, Model, ModelOptions, Price
+from .llm import BudgetExhausted, Model, ModelOptions
 from .llm.batch import BatchSettings
 from .llm.factory import ModelFactory
 from .llm.providers.base import provider_names
 from .llm.ray_executor import RaySettings
 from .recipe import load_recipe
-from .redteam.attack import AttackConfig
 from .redteam.findings import Findings
+from .redteam.spec import AttackArgs, AttackSpec
 from .runner import Exported
 from .steps.baseline import BaselineStats, load_pool, run_baseline
 from .steps.common import preflight, recipe_budget, recipe_prices, run_models
@@ -377,190 +377,37 @@ def _check_planned_budget(
 def attack(
     dataset: str | Path,
     *,
-    target: str | None = None,
     out: str | Path,
-    judge: str | None = None,
-    classifier: str | None = None,
-    recipe: str | Path | None = None,
-    system_prompt: str | None = None,
-    base_url: str | None = None,
-    max_tokens: int | None = None,
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int | None = None,
-    concurrency: int | None = None,
-    no_cache: bool = False,
     baseline: str | Path | None = None,
     progress: Progress | None = None,
-    min_judged: float | None = None,
-    prices: dict[str, Price] | None = None,
-    max_cost: float | None = None,
-    text_column: str = "prompt",
-    axis_columns: dict[str, str] | None = None,
-    annotation_columns: dict[str, str] | None = None,
-    replay: str | Path | None = None,
-    strategies: list[str] | None = None,
-    attacker: str | None = None,
-    max_rounds: int | None = None,
-    max_turns: int | None = None,
-    batch: BatchSettings | None = None,
-    ray: RaySettings | None = None,
-    fail_above: float | None = None,
-    gate_on: str | None = None,
-    gate_axes: dict[str, float] | None = None,
-    gate_strategies: dict[str, float] | None = None,
+    **args: Unpack[AttackArgs],
 ) -> Findings:
-    """Attack ``target`` with every prompt of ``dataset`` (under every strategy), judge the
+    """Attack the target with every prompt of ``dataset`` (under every strategy), judge the
     responses, write OUT/report.html, report.md, attack.json and failures.jsonl; returns the
-    findings. Settings come from :func:`attack_config`: an argument left at None takes the
-    recipe's ``attack:`` section, else the default (``findings.settings`` says which);
-    ``findings.inconclusive`` is true when too few prompts got a verdict or an endpoint failed
-    every call; ``findings.gate`` holds the gate's rules (``fail_above``, per axis, per
-    strategy) and their outcomes. ``limit`` takes the first N prompts in the file's order;
-    ``sample`` takes N spread over the cells (seeded by ``seed``); a re-run into ``out`` over
-    fewer or other prompts is refused."""
-    config, resolved = attack_config(
-        dataset,
-        target=target,
-        judge=judge,
-        classifier=classifier,
-        recipe=recipe,
-        system_prompt=system_prompt,
-        base_url=base_url,
-        max_tokens=max_tokens,
-        limit=limit,
-        sample=sample,
-        seed=seed,
-        concurrency=concurrency,
-        no_cache=no_cache,
-        prices=prices,
-        max_cost=max_cost,
-        text_column=text_column,
-        axis_columns=axis_columns,
-        annotation_columns=annotation_columns,
-        replay=replay,
-        strategies=strategies,
-        attacker=attacker,
-        max_rounds=max_rounds,
-        max_turns=max_turns,
-        batch=batch,
-        ray=ray,
-        fail_above=fail_above,
-        gate_on=gate_on,
-        min_judged=min_judged,
-        gate_axes=gate_axes,
-        gate_strategies=gate_strategies,
-        with_settings=True,
-    )
-    return _run_attack(
-        dataset,
-        config,
-        out=out,
-        baseline=baseline,
-        progress=progress,
-        resolved=resolved,
-    )
+    findings. The settings (:class:`~aart.redteam.spec.AttackArgs`) resolve as
+    :meth:`AttackSpec.resolve <aart.redteam.spec.AttackSpec.resolve>` says: an argument left
+    at None takes the recipe's ``attack:`` section, else the default (``findings.settings``
+    says which); ``findings.inconclusive`` is true when too few prompts got a verdict or an
+    endpoint failed every call; ``findings.gate`` holds the gate's rules (``fail_above``, per
+    axis, per strategy) and their outcomes. ``limit`` takes the first N prompts in the file's
+    order; ``sample`` takes N spread over the cells (seeded by ``seed``); a re-run into
+    ``out`` over fewer or other prompts is refused."""
+    spec = AttackSpec.resolve(dataset, **args)
+    return _run_attack(dataset, spec, out=out, baseline=baseline, progress=progress)
 
 
-def attack_config(
-    dataset: str | Path,
-    *,
-    recipe: str | Path | None = None,
-    limit: int | None = None,
-    concurrency: int | None = None,
-    no_cache: bool = False,
-    prices: dict[str, Price] | None = None,
-    text_column: str = "prompt",
-    axis_columns: dict[str, str] | None = None,
-    annotation_columns: dict[str, str] | None = None,
-    replay: str | Path | None = None,
-    batch: BatchSettings | None = None,
-    ray: RaySettings | None = None,
-    with_settings: bool = False,
-    **flags: Any,
-) -> Any:
-    """The attack's settings: each of ``redteam.settings.DEFAULTS`` from ``flags`` (None:
-    not given), else the recipe's ``attack:`` section (the dataset's run recipe by default),
-    else the default; the recipe's policy and prices (attack.prices added, the flags' last).
-    With ``with_settings``, also the resolution (values and sources)."""
-    from .redteam import AttackConfig
-    from .redteam.settings import DEFAULTS, from_recipe, resolve
-
-    unknown = set(flags) - set(DEFAULTS)
-    if unknown:
-        raise TypeError(f"attack_config: unknown settings {sorted(unknown)}")
-    ds = Path(dataset)
-    if recipe is None and (ds.parent / "recipe.yaml").exists():
-        recipe = ds.parent / "recipe.yaml"  # a dataset inside a run directory knows its recipe
-    app_name = policy = ""
-    budget = None
-    all_prices: dict[str, Price] = {}
-    from_rec = None
-    if recipe is not None:
-        rec = load_recipe(recipe).recipe
-        app = rec.application
-        app_name, policy = app.name, app.policy
-        budget = rec.attack.budget if rec.attack.budget is not None else rec.budget
-        all_prices = recipe_prices(rec)
-        all_prices.update(
-            (name, Price(p.input, p.output, p.batch_input, p.batch_output))
-            for name, p in rec.attack.prices.items()
-        )
-        from_rec = from_recipe(rec)
-        if replay is not None:  # a replay takes the earlier attack's strategies, exactly
-            from_rec["strategies"] = None
-    all_prices.update(prices or {})
-    r = resolve(flags, from_rec)
-    from .redteam.gate import GATE_ON
-
-    if r["gate_on"] not in GATE_ON:
-        raise UsageError(f"gate_on {r['gate_on']!r}: choose one of {', '.join(GATE_ON)}")
-    if r["target"] is None:
-        raise UsageError(
-            "no target: give --target (provider/model, a target .yaml or module:function), "
-            "or attack.target in the recipe"
-        )
-    config = AttackConfig(
-        target=r["target"],
-        judge=r["judge"],
-        classifier=r["classifier"],
-        system_prompt=r["system_prompt"],
-        app_name=app_name,
-        policy=policy,
-        max_tokens=r["max_tokens"],
-        limit=limit,
-        sample=r["sample"],
-        seed=r["seed"],
-        use_cache=not no_cache,
-        options=ModelOptions(base_url=r["base_url"], concurrency=concurrency),
-        prices=all_prices,
-        max_calls=budget.max_calls if budget else None,
-        max_tokens_total=budget.max_tokens if budget else None,
-        max_cost=r["max_cost"],
-        budget_names={"max_cost": "--max-cost"} if r.sources["max_cost"] == "flag" else {},
-        text_column=text_column,
-        axis_columns=axis_columns or {},
-        annotation_columns=annotation_columns or {},
-        replay=str(replay) if replay is not None else None,
-        strategies=list(r["strategies"]),
-        attacker=r["attacker"],
-        max_rounds=r["max_rounds"],
-        max_turns=r["max_turns"],
-        recipe=str(recipe) if recipe is not None else None,
-        batch=batch,
-        ray=ray,
-    )
-    return (config, r) if with_settings else config
+def attack_config(dataset: str | Path, **args: Unpack[AttackArgs]) -> AttackSpec:
+    """The attack's resolved settings (kept for callers of earlier versions)."""
+    return AttackSpec.resolve(dataset, **args)
 
 
 def _run_attack(
     dataset: str | Path,
-    config: AttackConfig,
+    config: AttackSpec,
     *,
     out: str | Path,
     baseline: str | Path | None,
     progress: Progress | None,
-    resolved: Any,
 ) -> Findings:
     """Attack with ``config``, judge the responses, write OUT/report.html, report.md,
     attack.json and failures.jsonl; returns the findings. ``findings.inconclusive`` is true
@@ -595,9 +442,9 @@ def _run_attack(
     finally:
         a.close()
     outdir = Path(out)
-    findings.min_judged = resolved["min_judged"]
-    findings.settings = resolved.report()
-    _gate_rules(findings, resolved)
+    findings.min_judged = config.min_judged
+    findings.settings = config.report()
+    _gate_rules(findings, config)
     findings.untested, findings.filtered_out = _untested(findings, ds, config.recipe)
     if _is_chat_model(config.target) and not config.system_prompt and config.replay is None:
         findings.warnings.insert(
@@ -617,7 +464,7 @@ def _run_attack(
     return findings
 
 
-def _gate_rules(findings: Findings, resolved: Any) -> None:
+def _gate_rules(findings: Findings, resolved: AttackSpec) -> None:
     """The gate's rules and their outcomes into the findings (attack.json's ``gate``)."""
     from dataclasses import asdict
 
@@ -636,7 +483,7 @@ def _gate_rules(findings: Findings, resolved: Any) -> None:
     }
 
 
-def attack_dry_run(dataset: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
+def attack_dry_run(dataset: str | Path, **kwargs: Unpack[AttackArgs]) -> list[dict[str, Any]]:
     """Calls and tokens per strategy of the attack :func:`attack` would run with the same
     arguments; nothing is called and nothing is written."""
     from .llm import Usage
@@ -645,7 +492,7 @@ def attack_dry_run(dataset: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
     from .redteam.execute import estimate
     from .redteam.judges import RUBRIC
 
-    config = attack_config(dataset, **kwargs)
+    config = AttackSpec.resolve(dataset, **kwargs)
     judges = (config.judge != "refusal") + bool(config.classifier)
     rubric = RUBRIC.format(
         app=config.app_name or "the application",
@@ -851,51 +698,20 @@ def rejudge(
     previous: str | Path,
     *,
     out: str | Path,
-    judge: str | None = None,
-    classifier: str | None = None,
-    recipe: str | Path | None = None,
-    base_url: str | None = None,
     progress: Progress | None = None,
-    min_judged: float | None = None,
-    prices: dict[str, Price] | None = None,
-    max_cost: float | None = None,
-    no_cache: bool = False,
-    fail_above: float | None = None,
-    gate_on: str | None = None,
-    gate_axes: dict[str, float] | None = None,
-    gate_strategies: dict[str, float] | None = None,
+    **args: Unpack[AttackArgs],
 ) -> Findings:
     """Judge the responses an earlier attack saved in ``previous`` again, with other judges,
-    into ``out``: no call reaches the target. Same outputs as :func:`attack`."""
-    from .redteam.attack import attack_dataset
+    into ``out``: no call reaches the target. Same outputs as :func:`attack`; ``args`` are
+    the judges, gates and money (``spec.REJUDGE_ARGS``), the prompts are the earlier ones."""
+    from .redteam.replay import earlier_spec
+    from .redteam.spec import REJUDGE_ARGS
 
-    saved = attack_dataset(Path(previous))
-    return attack(
-        saved["dataset"],
-        target=saved["target"],
-        out=out,
-        judge=judge,
-        classifier=classifier,
-        recipe=recipe,
-        base_url=base_url,
-        limit=saved["limit"],
-        sample=saved.get("sample"),
-        seed=saved.get("seed") or 0,
-        no_cache=no_cache,
-        progress=progress,
-        min_judged=min_judged,
-        prices=prices,
-        max_cost=max_cost,
-        text_column=saved["text_column"],
-        axis_columns=saved["axis_columns"],
-        annotation_columns=saved["annotation_columns"],
-        strategies=saved.get("strategies") or [],
-        replay=previous,
-        fail_above=fail_above,
-        gate_on=gate_on,
-        gate_axes=gate_axes,
-        gate_strategies=gate_strategies,
-    )
+    if set(args) - REJUDGE_ARGS:
+        raise TypeError(f"rejudge: unknown settings {sorted(set(args) - REJUDGE_ARGS)}")
+    earlier = earlier_spec(Path(previous))
+    spec = AttackSpec.resolve(earlier.dataset, **args, **earlier.input_args(), replay=previous)
+    return _run_attack(earlier.dataset, spec, out=out, baseline=None, progress=progress)
 
 
 __all__ = [

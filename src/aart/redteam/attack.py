@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +20,10 @@ from ..errors import (
     UsageError,
 )
 from ..evaluate.data import load_dataset, read_rows
-from ..llm import Budget, ModelOptions, Price
-from ..llm.batch import BatchSettings, Deferred
+from ..llm import Budget, ModelOptions
+from ..llm.batch import Deferred
 from ..llm.factory import ModelFactory
 from ..llm.http_status import is_retryable
-from ..llm.ray_executor import RaySettings
 from ..llm.types import answer_limit
 from ..runner import run_jobs
 from ..store.db import RunDB
@@ -35,90 +34,14 @@ from .execute import Executor
 from .findings import Agreement, Comparison, Findings
 from .judge_accuracy import Accuracy, built_in, from_labels
 from .judges import NOTHING_SAID, RUBRIC_JUDGES, GuardJudge, LLMJudge, RefusalJudge, judge_name
+from .replay import attack_dataset, saved_responses
 from .results import ResultLine, State, result_line, state_of
 from .sampling import check_selection, stratified_order
+from .spec import AttackConfig
 from .strategies import IDENTITY, Strategy, needs_attacker, parse_strategy
 from .targets import ReplayAPI, create_target
 
 STAGE = "attack"
-
-
-@dataclass
-class AttackConfig:
-    target: str
-    judge: str = "refusal"
-    classifier: str | None = None
-    system_prompt: str = ""
-    app_name: str = ""
-    policy: str = ""
-    max_tokens: int = 400
-    limit: int | None = None
-    #: N prompts spread over the cells (``sampling.stratified_order``), seeded
-    sample: int | None = None
-    seed: int = 0
-    use_cache: bool = True
-    options: ModelOptions = field(default_factory=ModelOptions)
-    #: US dollars per million tokens, by model name (the recipe's prices and --price)
-    prices: dict[str, Price] = field(default_factory=dict)
-    # the budget, counted over the whole attack run (all invocations)
-    max_calls: int | None = None
-    max_tokens_total: int | None = None
-    max_cost: float | None = None
-    #: how to read a table that is not aart's own (as `aart evaluate` reads it)
-    text_column: str = "prompt"
-    axis_columns: dict[str, str] = field(default_factory=dict)
-    annotation_columns: dict[str, str] = field(default_factory=dict)
-    #: an earlier attack's directory: judge its saved responses again, calling no target
-    replay: str | None = None
-    #: strategies besides the unconverted control (``identity``), as NAME[:ARG]
-    strategies: list[str] = field(default_factory=list)
-    #: the model that rewrites prompts (LLM converters, pair, crescendo)
-    attacker: str | None = None
-    max_rounds: int = 3
-    max_turns: int = 4
-    #: the recipe the settings came from (for the values never attacked)
-    recipe: str | None = None
-    #: send the target's and judges' calls through their server's batch API (--batch)
-    batch: BatchSettings | None = None
-    #: make the target's and judges' calls on a Ray cluster's workers (--executor ray)
-    ray: RaySettings | None = None
-    #: how the user set each cap, for the message that it is spent (max_cost: "--max-cost")
-    budget_names: dict[str, str] = field(default_factory=dict)
-
-    def settings(self) -> dict[str, Any]:
-        """What the verdicts of an attack directory depend on, besides the prompts: a re-run
-        with other settings is refused, one over a changed dataset reuses what it can."""
-        out: dict[str, Any] = {
-            "target": self.target,
-            "judge": self.judge,
-            "classifier": self.classifier,
-            "system_prompt": self.system_prompt,
-            "policy": self.policy,
-            "max_tokens": self.max_tokens,
-        }
-        if self.replay:
-            out["replay"] = self.replay
-        if self.attacker:  # only when used, so attacks of earlier versions still resume
-            out.update(attacker=self.attacker, max_rounds=self.max_rounds, max_turns=self.max_turns)
-        return out
-
-    def signature(self, dataset_hash: str) -> str:
-        """The signature attack directories of earlier versions kept (dataset included)."""
-        parts: list[Any] = [
-            dataset_hash,
-            self.target,
-            self.judge,
-            self.classifier,
-            self.system_prompt,
-            self.policy,
-            self.max_tokens,
-            self.limit,
-        ]
-        if self.text_column != "prompt" or self.axis_columns:  # kept out when unused, so
-            parts += [self.text_column, self.axis_columns]  # earlier attacks still resume
-        if self.replay:
-            parts.append(["replay", self.replay])
-        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
 def attack_records(path: Path, config: AttackConfig) -> list[dict[str, Any]]:
@@ -182,11 +105,7 @@ class Attack:
         # Everything the attack needs is checked before the directory exists (target,
         # judges, attacker, prices): a usage error leaves nothing behind, so the corrected
         # command starts afresh instead of meeting "other settings".
-        budget = Budget(
-            max_calls=config.max_calls, max_tokens=config.max_tokens_total,
-            max_cost=config.max_cost, names=config.budget_names,
-        )  # fmt: skip
-        self._build(None, budget)
+        self._build(None, config.budget())
         self.out.mkdir(parents=True, exist_ok=True)
         self.db = RunDB(self.out / "run.db", lock="shared")  # other attack workers may join
         try:
@@ -200,32 +119,12 @@ class Attack:
             )
             self._check_settings()
             self.db.set_meta("attack_selection", selection)
-            self.budget = Budget.resuming(
-                self.db.call_totals(),
-                max_calls=config.max_calls,
-                max_tokens=config.max_tokens_total,
-                max_cost=config.max_cost,
-            )
-            self.budget.names = config.budget_names
+            self.budget = config.budget(self.db.call_totals())
             self._build(self.db, self.budget)
             # what `aart rejudge` needs to read the same prompts again
-            self.db.set_meta(
-                "attack_dataset",
-                json.dumps(
-                    {
-                        "dataset": str(self.dataset.resolve()),
-                        "target": config.target,
-                        "target_name": self.target_name,
-                        "limit": config.limit,
-                        "sample": config.sample,
-                        "seed": config.seed,
-                        "text_column": config.text_column,
-                        "axis_columns": config.axis_columns,
-                        "annotation_columns": config.annotation_columns,
-                        "strategies": config.strategies,
-                    }
-                ),
-            )
+            self.db.set_meta("attack_dataset", json.dumps(config.dataset_meta(self.target_name)))
+            spec = config.model_copy(update={"dataset": str(self.dataset.resolve())})
+            self.db.set_meta("attack_spec", spec.model_dump_json())
         except BaseException:
             self.db.close()  # and its lock, so the directory is free again
             raise
@@ -548,44 +447,6 @@ class Attack:
         if self.models.remote is not None:
             self.models.remote.shutdown()
         self.db.close()
-
-
-def attack_dataset(previous_dir: Path) -> dict[str, Any]:
-    """How an earlier attack read its dataset (path, target, limit, column mapping)."""
-    if not (previous_dir / "run.db").exists():
-        raise UsageError(f"{previous_dir} holds no attack (no run.db); give an attack's --out")
-    db = RunDB(previous_dir / "run.db", lock=False)
-    try:
-        raw = db.get_meta("attack_dataset")
-    finally:
-        db.close()
-    if raw is None:
-        raise UsageError(f"{previous_dir} was made by an older aart; attack again to re-judge")
-    data: dict[str, Any] = json.loads(raw)
-    return data
-
-
-#: what a re-judged attack takes from the earlier one: all but the verdicts
-SAVED_FIELDS = (
-    "response", "target_error", "sent", "response_english", "chain", "transcript", "rounds",
-    "queries", "finish_reason",
-)  # fmt: skip
-
-
-def saved_responses(previous_dir: Path) -> dict[str, dict[str, Any]]:
-    """An earlier attack's results without their verdicts, by prompt and strategy."""
-    if not (previous_dir / "run.db").exists():
-        raise UsageError(f"{previous_dir} holds no attack (no run.db); give an attack's --out")
-    db = RunDB(previous_dir / "run.db", lock=False)
-    try:
-        return {
-            ReplayAPI.key(r["prompt"], r.get("strategy", IDENTITY)): {
-                k: r[k] for k in SAVED_FIELDS if k in r
-            }
-            for r in db.records(STAGE)
-        }
-    finally:
-        db.close()
 
 
 #: what the rate counts when the refusal detector is the only judge
