@@ -12,14 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Unpack
 
-from .errors import BudgetError, EndpointDown, UsageError
-from .llm import BudgetExhausted, Model, ModelOptions
+from .errors import BudgetError, UsageError
+from .llm import Model, ModelOptions
 from .llm.batch import BatchSettings
 from .llm.factory import ModelFactory
-from .llm.providers.base import provider_names
 from .llm.ray_executor import RaySettings
 from .recipe import load_recipe
+from .redteam import session as attack_session
 from .redteam.findings import Findings
+from .redteam.session import AttackSession
 from .redteam.spec import AttackArgs, AttackSpec
 from .runner import Exported
 from .steps.baseline import BaselineStats, load_pool, run_baseline
@@ -393,7 +394,7 @@ def attack(
     order; ``sample`` takes N spread over the cells (seeded by ``seed``); a re-run into
     ``out`` over fewer or other prompts is refused."""
     spec = AttackSpec.resolve(dataset, **args)
-    return _run_attack(dataset, spec, out=out, baseline=baseline, progress=progress)
+    return AttackSession(spec, out, baseline=baseline).run(progress)
 
 
 def attack_config(dataset: str | Path, **args: Unpack[AttackArgs]) -> AttackSpec:
@@ -401,129 +402,10 @@ def attack_config(dataset: str | Path, **args: Unpack[AttackArgs]) -> AttackSpec
     return AttackSpec.resolve(dataset, **args)
 
 
-def _run_attack(
-    dataset: str | Path,
-    config: AttackSpec,
-    *,
-    out: str | Path,
-    baseline: str | Path | None,
-    progress: Progress | None,
-) -> Findings:
-    """Attack with ``config``, judge the responses, write OUT/report.html, report.md,
-    attack.json and failures.jsonl; returns the findings. ``findings.inconclusive`` is true
-    when fewer than ``min_judged`` of the prompts got a verdict (target errors and unjudged
-    answers), or when an endpoint failed every call and the attack stopped
-    (``findings.stopped`` says why): its rate then proves nothing."""
-    from .redteam import Attack, compare_runs, write_regression_dataset
-    from .redteam.attack import read_baseline
-    from .redteam.results import write_results
-    from .report.attack import write_attack_report
-
-    ds = Path(dataset)
-    if baseline is not None:  # refused before any call when judged another way
-        from .redteam.judges import judge_name
-
-        read_baseline(Path(baseline), judge_name(config.judge))
-    a = Attack(ds, out, config)
-    try:
-        tick = progress(f"attack on {a.target_name}", len(a.records)) if progress else None
-        spent: BudgetExhausted | None = None
-        try:
-            findings = asyncio.run(a.run(tick))
-        except EndpointDown as e:
-            # The target or a judge fails every call: report what was done, inconclusive.
-            findings = a.findings()
-            findings.stopped = str(e)
-        except BudgetExhausted as e:  # the partial reports are written, then it is raised
-            findings = a.findings()
-            findings.stopped = str(e)
-            spent = e
-        results = a.results()  # every verdict, for results.jsonl/.csv/.parquet
-    finally:
-        a.close()
-    outdir = Path(out)
-    findings.min_judged = config.min_judged
-    findings.settings = config.report()
-    _gate_rules(findings, config)
-    findings.untested, findings.filtered_out = _untested(findings, ds, config.recipe)
-    if _is_chat_model(config.target) and not config.system_prompt and config.replay is None:
-        findings.warnings.insert(
-            # unjudged replies that complied say first that the rate leaves prompts out
-            1 if findings.unjudged_complied else 0,
-            f"no system prompt was sent to {config.target}: it answered as itself, not as the "
-            "application; give --system-prompt, or a recipe with application.system_prompt",
-        )
-    if baseline is not None:
-        findings.comparison = compare_runs(findings, Path(baseline))
-    with OutputLock(outdir):  # cooperating workers write the reports one at a time
-        write_regression_dataset(findings, outdir / "failures.jsonl")
-        write_results(results, outdir)
-        write_attack_report(findings, outdir)
-    if spent is not None:
-        raise BudgetExhausted(f"{spent}; the partial reports are in {outdir}") from None
-    return findings
-
-
-def _gate_rules(findings: Findings, resolved: AttackSpec) -> None:
-    """The gate's rules and their outcomes into the findings (attack.json's ``gate``)."""
-    from dataclasses import asdict
-
-    from .redteam.gate import check_gate
-
-    spec = resolved.gate()
-    rules = check_gate(findings, spec)
-    findings.gate = {
-        "fail_above": spec.fail_above,
-        "gate_on": spec.gate_on,
-        "axes": dict(spec.axes),
-        "strategies": dict(spec.strategies),
-        "min_judged": spec.min_judged,
-        "rules": [{**asdict(x), "message": x.message} for x in rules],
-        "failed": any(x.failed for x in rules[1:]),
-    }
-
-
-def attack_dry_run(dataset: str | Path, **kwargs: Unpack[AttackArgs]) -> list[dict[str, Any]]:
+def attack_dry_run(dataset: str | Path, **args: Unpack[AttackArgs]) -> list[dict[str, Any]]:
     """Calls and tokens per strategy of the attack :func:`attack` would run with the same
     arguments; nothing is called and nothing is written."""
-    from .llm import Usage
-    from .llm.factory import FREE_PROVIDERS
-    from .redteam.attack import attack_records
-    from .redteam.execute import estimate
-    from .redteam.judges import RUBRIC
-
-    config = AttackSpec.resolve(dataset, **kwargs)
-    judges = (config.judge != "refusal") + bool(config.classifier)
-    rubric = RUBRIC.format(
-        app=config.app_name or "the application",
-        policy=config.policy.strip() or "Do not help with harmful activities.",
-    )
-    models = {
-        "target": config.target,
-        "judge": config.judge,
-        "classifier": config.classifier,
-        "attacker": config.attacker,
-    }
-
-    def price(role: str, prompt: int, completion: int) -> float | None:
-        name = models.get(role) or ""
-        if name.startswith(FREE_PROVIDERS) or (role == "target" and not _is_chat_model(name)):
-            return 0.0  # a free model, or the application itself (HTTP or Python)
-        if name not in config.prices:
-            return None
-        return config.prices[name].cost(Usage(prompt, completion))
-
-    return estimate(
-        attack_records(Path(dataset), config),
-        judges=judges,
-        max_tokens=config.max_tokens,
-        max_rounds=config.max_rounds,
-        max_turns=config.max_turns,
-        system_prompt=config.system_prompt,
-        rubric_tokens=len(rubric) // 4 + 30,
-        classifier=bool(config.classifier),
-        price=price,
-    )
+    return attack_session.dry_run(AttackSpec.resolve(dataset, **args))
 
 
 def baseline(
@@ -646,54 +528,6 @@ def values(run_dir: str | Path, *, attack: str | Path | None = None) -> dict[str
         return value_view(run, attack)
 
 
-def _untested(
-    findings: Findings, ds: Path, recipe: str | Path | None
-) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """Per axis, the values of the run's dimension files (for a dataset inside a run) or the
-    recipe's explicit values that no attacked prompt had; and apart, those of them the
-    scope's filters took out on purpose."""
-    from .steps.scope import apply_filter
-
-    values: dict[str, list[str]] = {}
-    kept: dict[str, set[str]] = {}
-    if (ds.parent / "run.db").exists() and (ds.parent / "recipe.yaml").exists():
-        with Run.open(ds.parent, lock=False) as r:
-            s = r.recipe.scope
-            for name in r.recipe.dimensions:
-                if r.dimension_path(name).exists():
-                    every = r.read_dimension(name)
-                    values[name] = [v.value for v in every]
-                    f = s.filters.get(name)
-                    if f is not None:
-                        kept[name] = {v.value for v in apply_filter(every, f, s.seed)}
-    elif recipe is not None:
-        rec = load_recipe(recipe).recipe
-        values = {n: [v.value for v in d.values] for n, d in rec.dimensions.items() if d.values}
-        for n, d in rec.dimensions.items():
-            if d.values and n in rec.scope.filters:
-                scoped = apply_filter(list(d.values), rec.scope.filters[n], rec.scope.seed)
-                kept[n] = {v.value for v in scoped}
-    out: dict[str, list[str]] = {}
-    filtered: dict[str, list[str]] = {}
-    for axis, vals in values.items():
-        seen = {c["value"] for c in findings.by_value.get(axis, [])}
-        missing = [v for v in vals if v not in seen]
-        dropped = [v for v in missing if axis in kept and v not in kept[axis]]
-        if dropped:
-            filtered[axis] = dropped
-        missing = [v for v in missing if v not in dropped]
-        if missing:
-            out[axis] = missing
-    return out, filtered
-
-
-def _is_chat_model(target: str) -> bool:
-    """A provider/model target (not an HTTP target file or a Python callable)."""
-    if target.endswith((".yaml", ".yml")) or "/" not in target:
-        return False
-    return target.partition("/")[0] in provider_names()
-
-
 def rejudge(
     previous: str | Path,
     *,
@@ -711,7 +545,7 @@ def rejudge(
         raise TypeError(f"rejudge: unknown settings {sorted(set(args) - REJUDGE_ARGS)}")
     earlier = earlier_spec(Path(previous))
     spec = AttackSpec.resolve(earlier.dataset, **args, **earlier.input_args(), replay=previous)
-    return _run_attack(earlier.dataset, spec, out=out, baseline=None, progress=progress)
+    return AttackSession(spec, out).run(progress)
 
 
 __all__ = [

@@ -1,0 +1,612 @@
+"""`aart attack`: send every prompt of a dataset to the application under test, judge the
+responses, and report attack-success rates by axis. :class:`AttackSession` owns one attack
+from its :class:`~.spec.AttackSpec` to its outputs: open (everything checked before the
+directory exists, then the resume check), the jobs (one per prompt and strategy in
+OUT/run.db, responses cached the moment they arrive), the findings, their warnings, the
+values never attacked, the baseline comparison, and the files written."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import (
+    AartError,
+    ConfigError,
+    EndpointDown,
+    ProviderError,
+    TargetError,
+    UsageError,
+)
+from ..llm import Budget, BudgetExhausted, ModelOptions
+from ..llm.batch import Deferred
+from ..llm.factory import ModelFactory
+from ..llm.http_status import is_retryable
+from ..llm.providers.base import provider_names
+from ..llm.types import answer_limit
+from ..runner import run_jobs
+from ..store.db import RunDB
+from ..store.lock import OutputLock
+from . import stats
+from .execute import Executor
+from .findings import Findings
+from .gate import check_gate
+from .jobs import STAGE, attack_records, job_id
+from .judge_accuracy import Accuracy, built_in, from_labels
+from .judges import NOTHING_SAID, RUBRIC_JUDGES, GuardJudge, LLMJudge, RefusalJudge, judge_name
+from .regression import compare_runs, read_baseline, write_regression_dataset
+from .replay import attack_dataset, saved_responses
+from .results import ResultLine, State, result_line, state_of, write_results
+from .sampling import check_selection
+from .spec import AttackSpec
+from .strategies import needs_attacker, parse_strategy
+from .tally import (
+    NON_REFUSAL,
+    judge_scores,
+    judge_warnings,
+    outcome_key,
+    state_warnings,
+    strategy_stats,
+    truncation_warnings,
+)
+from .targets import ReplayAPI, create_target
+
+#: the pipeline's progress bars: (label, total) -> tick
+Progress = Callable[[str, int], Callable[[], None]]
+
+
+class AttackSession:
+    """One attack: :meth:`run` opens the directory, runs the jobs, reads the findings and
+    writes the outputs. ``baseline``: an earlier attack's --out to compare with (refused
+    before any call when it was judged another way)."""
+
+    #: the attack directory's run.db, from :meth:`open` to :meth:`close`
+    db: RunDB
+
+    def __init__(
+        self, spec: AttackSpec, out: str | Path, *, baseline: str | Path | None = None
+    ) -> None:
+        self.spec = self.config = spec
+        self.dataset = Path(spec.dataset)
+        self.out = Path(out)
+        self.baseline = Path(baseline) if baseline is not None else None
+        self.progress: Callable[[], None] | None = None
+        self.models: ModelFactory | None = None
+        self.records = attack_records(self.dataset, spec)
+
+    # -- the whole attack ----------------------------------------------------------------------
+    def run(self, progress: Progress | None = None) -> Findings:
+        """Attack, judge the responses, write OUT/report.html, report.md, attack.json,
+        results.jsonl and failures.jsonl; returns the findings. ``findings.inconclusive`` is
+        true when fewer than ``min_judged`` of the prompts got a verdict (target errors and
+        unjudged answers), or when an endpoint failed every call and the attack stopped
+        (``findings.stopped`` says why): its rate then proves nothing. A spent budget writes
+        the partial reports, then is raised."""
+        if self.baseline is not None:  # refused before any call when judged another way
+            read_baseline(self.baseline, judge_name(self.spec.judge))
+        self.open()
+        spent: BudgetExhausted | None = None
+        try:
+            tick = (
+                progress(f"attack on {self.target_name}", len(self.records)) if progress else None
+            )
+            try:
+                findings = asyncio.run(self._attack(tick))
+            except EndpointDown as e:
+                # The target or a judge fails every call: report what was done, inconclusive.
+                findings = self.findings()
+                findings.stopped = str(e)
+            except BudgetExhausted as e:
+                findings = self.findings()
+                findings.stopped = str(e)
+                spent = e
+            results = self.results()  # every verdict, for results.jsonl/.csv/.parquet
+        finally:
+            self.close()
+        self._conclude(findings)
+        self._write(findings, results)
+        if spent is not None:
+            raise BudgetExhausted(f"{spent}; the partial reports are in {self.out}") from None
+        return findings
+
+    def open(self) -> None:
+        """Everything the attack needs is checked before the directory exists (target,
+        judges, attacker, prices): a usage error leaves nothing behind, so the corrected
+        command starts afresh instead of meeting "other settings". Then the directory, its
+        resume check, and the models that record their calls in it."""
+        spec = self.spec
+        if not self.records:
+            raise UsageError(f"{spec.dataset} holds no prompts")
+        if spec.batch is not None and spec.ray is not None:
+            raise UsageError("--batch and --executor ray do not go together: choose one")
+        self._build(None, spec.budget())
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.db = RunDB(self.out / "run.db", lock="shared")  # other attack workers may join
+        try:
+            selection = check_selection(  # before _check_settings sets its meta
+                self.db,
+                self.out,
+                spec.limit,
+                spec.sample,
+                spec.seed,
+                len({r["index"] for r in self.records}),
+            )
+            self._check_settings()
+            self.db.set_meta("attack_selection", selection)
+            self.budget = spec.budget(self.db.call_totals())
+            self._build(self.db, self.budget)
+            # what `aart rejudge` needs to read the same prompts again (attack_dataset for
+            # earlier versions)
+            self.db.set_meta("attack_dataset", json.dumps(spec.dataset_meta(self.target_name)))
+            kept = spec.model_copy(update={"dataset": str(self.dataset.resolve())})
+            self.db.set_meta("attack_spec", kept.model_dump_json())
+        except BaseException:
+            self.db.close()  # and its lock, so the directory is free again
+            del self.db
+            raise
+
+    # -- how the calls travel (batch, Ray) -----------------------------------------------------
+    def _scale_out(self, db: RunDB, budget: Budget) -> None:
+        """The batch queue or the Ray cluster the target's and judges' calls go through."""
+        assert self.models is not None
+        if self.spec.batch is not None:
+            self.models.batch = self.spec.batch.queue(db, budget)
+        if self.spec.ray is not None:
+            self.models.remote = self.spec.ray.start()
+
+    def _scale_in(self) -> None:
+        if self.models is not None and self.models.remote is not None:
+            self.models.remote.shutdown()
+
+    def _judge_of(self, spec: str, options: ModelOptions) -> Any:
+        """The primary judge a --judge spec names: a rubric judge (harmbench:MODEL,
+        strongreject:MODEL) or the policy rubric (MODEL)."""
+        kind, _, model = spec.partition(":")
+        judge: Any
+        if kind in RUBRIC_JUDGES and model:
+            judge = RUBRIC_JUDGES[kind](self.models.model(model, options))
+        else:
+            judge = LLMJudge(
+                self.models.model(spec, options), self.config.app_name, self.config.policy
+            )
+        assert judge.name == judge_name(spec)  # what baselines and rejudges compare against
+        return judge
+
+    def _build(self, db: RunDB | None, budget: Budget) -> None:
+        """The target, judges, attacker and executor; without ``db``, only to check that
+        they can be built (no batch queue, no Ray cluster, nothing stored)."""
+        config = self.config
+        # target, judges and classifier: one factory, so one budget, one cache, one set of
+        # prices
+        self.models = ModelFactory(
+            options=config.options,
+            store=db,
+            use_cache=config.use_cache,
+            prices=config.prices,
+            budget=budget,
+            source="the recipe or --price",
+        )
+        if db is not None:
+            self._scale_out(db, budget)
+        if config.replay:
+            replay = ReplayAPI(config.target, saved_responses(Path(config.replay)), config.options)
+            self.target = self.models.wrap(config.target, replay, paid=False)
+            earlier = attack_dataset(Path(config.replay))
+            self.target_name = earlier.get("target_name") or config.target
+        else:
+            name, api = create_target(config.target, replace(config.options))
+            self.target_name = name
+            self.target = self.models.wrap(name, api)
+        self.judges: list[Any] = [RefusalJudge()]
+        self.primary = "refusal"
+        judge_options = ModelOptions(base_url=config.options.base_url)
+        if config.judge != "refusal":
+            judge = self._judge_of(config.judge, judge_options)
+            self.judges.append(judge)
+            self.primary = judge.name
+        if config.classifier:
+            self.judges.append(GuardJudge(self.models.model(config.classifier, judge_options)))
+        used = {parse_strategy(r["strategy"]) for r in self.records}
+        attacker = None
+        if needs_attacker(list(used)) and not config.replay:
+            if not config.attacker:
+                names = ", ".join(sorted(s.label for s in used if s.kind != "convert"))
+                raise ConfigError(
+                    f"the strategies {names} need an attacker model: --attacker "
+                    "PROVIDER/MODEL (or attack.attacker in the recipe)"
+                )
+            attacker = self.models.model(config.attacker, judge_options)
+        self.executor = Executor(
+            self.target,
+            self.judges,
+            self.primary,
+            attacker,
+            config.system_prompt,
+            config.max_tokens,
+            config.max_rounds,
+            config.max_turns,
+        )
+
+    def _check_settings(self) -> None:
+        settings = self.config.settings()
+        raw = self.db.get_meta("attack_settings")
+        if raw is None and self.db.get_meta("attack_signature"):
+            # an attack directory of an earlier version: same dataset and settings, or refused
+            digest = hashlib.sha256(self.dataset.read_bytes()).hexdigest()
+            if self.db.get_meta("attack_signature") != self.config.signature(digest):
+                raise UsageError(
+                    f"{self.out} holds an attack of an earlier aart with other settings or "
+                    "another dataset; use another --out, or delete it to start over"
+                )
+        elif raw is not None:
+            known = json.loads(raw)
+            differs = [
+                k for k in sorted(set(known) | set(settings)) if known.get(k) != settings.get(k)
+            ]
+            if differs:
+                raise UsageError(
+                    f"{self.out} holds an attack with other settings ({', '.join(differs)}); "
+                    "use another --out, `aart rejudge` for other judges, or delete it to "
+                    "start over"
+                )
+        self.db.set_meta("attack_settings", json.dumps(settings, sort_keys=True))
+
+    def _calibration(self, answered: list[dict[str, Any]]) -> dict[str, Any]:
+        """The judges against the people's verdicts given with `aart review --attack`."""
+        from ..review.session import VERDICT, verdict_figures
+
+        labels = self.db.latest_labels(VERDICT)
+        return verdict_figures(answered, labels) if labels else {}
+
+    def _human_verdicts(self) -> dict[str, str]:
+        """The people's verdicts (violates, safe, unsure) by attack record id; with several
+        reviewers, the latest label says (as the calibration reads them). A re-judged attack
+        reads the earlier attack's labels too (the replies are the same); its own win."""
+        from ..review.session import VERDICT
+
+        labels = []
+        earlier = Path(self.config.replay) / "run.db" if self.config.replay else None
+        if earlier is not None and earlier.exists():
+            db = RunDB(earlier, lock=False)
+            try:
+                labels += db.latest_labels(VERDICT)
+            finally:
+                db.close()
+        labels += self.db.latest_labels(VERDICT)
+        out: dict[str, str] = {}
+        for x in labels:
+            if x.get("verdict"):
+                out[x["record_id"]] = str(x["verdict"])
+        return out
+
+    def _accuracy(
+        self, answered: list[dict[str, Any]], human: dict[str, str], judge: str
+    ) -> tuple[Accuracy, dict[str, Accuracy]]:
+        """A judge's sensitivity and specificity: from the people's verdicts when there are
+        enough (overall, and per axis value "axis=value"), else the built-in figure
+        (judge_accuracy.BUILT_IN)."""
+        from ..review.session import verdict_id
+
+        rows = []
+        for r in answered:
+            h = human.get(verdict_id(r))
+            v = r["verdicts"].get(judge, {}).get("violates")
+            if h in ("violates", "safe") and v is not None:
+                rows.append((h == "violates", bool(v), r["cell"]))
+        overall = from_labels(
+            [(h, j) for h, j, _ in rows], f"{len(rows)} human verdicts in this attack"
+        ) or built_in(judge)
+        per_value: dict[str, Accuracy] = {}
+        for axis in sorted({a for _, _, cell in rows for a in cell}):
+            for value in sorted({str(cell[axis]) for _, _, cell in rows if axis in cell}):
+                sub = [(h, j) for h, j, cell in rows if str(cell.get(axis)) == value]
+                acc = from_labels(sub, f"{len(sub)} human verdicts for {axis}={value}")
+                if acc is not None:
+                    per_value[f"{axis}={value}"] = acc
+        return overall, per_value
+
+    async def _work(self, job: tuple[str, dict[str, Any]]) -> None:
+        jid, rec = job
+        result: dict[str, Any] = {**rec, "target": self.target_name}
+        try:
+            result.update(await self.executor.run(jid, rec, parse_strategy(rec["strategy"])))
+        except ProviderError as e:
+            if not isinstance(e, TargetError) and (
+                isinstance(e, EndpointDown) or is_retryable(e.status) or e.status is None
+            ):
+                raise  # the job fails (and is retried on re-run), or the endpoint is down
+            # the application's unusable answer to this prompt (a reply of another shape, a
+            # 4xx other than the endpoint's faults such as a content filter): this prompt's
+            # outcome, kept as a target error
+            result["response"] = None
+            result["target_error"] = str(e)[:300]
+        except (AartError, Deferred):
+            raise  # a spent budget, a usage error, a call waiting for its batch
+        except Exception as e:
+            # whatever this prompt's answer broke (a bug in aart included) fails this job
+            # with the reason, never the attack
+            raise ProviderError(f"unexpected {type(e).__name__}: {str(e)[:200]}") from e
+        self.db.complete_job(jid, [(jid, STAGE, result)])
+        if self.progress:
+            self.progress()
+
+    async def _attack(self, progress: Callable[[], None] | None = None) -> Findings:
+        """Every job not done yet (the failed ones again), then the findings."""
+        self.progress = progress
+        self.db.add_jobs(STAGE, ((job_id(r), r) for r in self.records))
+        self.db.set_job_status((jid for jid, _, _ in self.db.failed_jobs(STAGE)), "pending")
+        try:
+            batch = self.models.batch
+            if batch is not None and not batch.models:
+                raise UsageError(
+                    "--batch needs a target or judge that is an OpenAI-compatible model "
+                    "(openai/...) on a server with /v1/files and /v1/batches"
+                )
+            await run_jobs(self.db, STAGE, self._work, self.target.concurrency, batch)
+        finally:
+            await self.models.aclose()
+        return self.findings()
+
+    def findings(self) -> Findings:
+        # the prompts of the dataset as it is now (an edited dataset keeps what it can)
+        current = {job_id(r): r for r in self.records}
+        results = sorted(self.db.records(STAGE, set(current)), key=lambda r: r["index"])
+        for r in results:  # the cell as the dataset (and --axis) say now
+            r["cell"] = current[job_id(r)]["cell"]
+        answered = [r for r in results if "verdicts" in r]
+        judged = [r for r in answered if r["verdicts"][self.primary]["violates"] is not None]
+        unjudged = [r for r in answered if r["verdicts"][self.primary]["violates"] is None]
+        outcomes = [(r["cell"], bool(r["verdicts"][self.primary]["violates"])) for r in judged]
+        states: dict[str, int] = {}
+        for r in answered:
+            st = state_of(r, self.primary)
+            states[st] = states.get(st, 0) + 1
+        # unjudged by the primary judge, but the refusal detector saw the reply comply
+        unjudged_complied = sum(
+            1
+            for r in unjudged
+            if r["verdicts"].get("refusal", {}).get("refused") is False
+            and r["verdicts"].get("refusal", {}).get("status") not in NOTHING_SAID
+        )
+        human = self._human_verdicts()
+        accuracies = {j.name: self._accuracy(answered, human, j.name) for j in self.judges}
+        accuracy, accuracy_by_value = accuracies[self.primary]
+        failures = [r for r in judged if r["verdicts"][self.primary]["violates"]]
+        severity = [r["verdicts"][self.primary].get("severity") or 0 for r in failures]
+        refused = sum(1 for r in answered if r["verdicts"].get("refusal", {}).get("refused"))
+        agreement = stats.agreement(
+            [{k: v["violates"] for k, v in r["verdicts"].items()} for r in answered]
+        )
+        unjudged_by = {
+            j.name: sum(1 for r in answered if r["verdicts"][j.name]["violates"] is None)
+            for j in self.judges
+        }
+        by_value = stats.per_value(outcomes)
+        for axis, cells in by_value.items():
+            stats.correct_cells(
+                cells,
+                lambda v, axis=axis: accuracy_by_value.get(f"{axis}={v}", accuracy),  # type: ignore[misc]
+            )
+        by_pair = stats.per_pair(outcomes)
+        for cells in by_pair.values():
+            stats.correct_cells(cells, lambda v: accuracy)
+        warnings = judge_warnings(self.primary, failures, agreement, unjudged_by, answered)
+        warnings += truncation_warnings(results, answer_limit(self.config.max_tokens))
+        warnings[:0] = state_warnings(
+            self.primary, states, len(answered), unjudged_complied, self.config.max_tokens
+        )
+        return Findings(
+            dataset=str(self.dataset),
+            target=self.target_name,
+            primary_judge=self.primary,
+            judges=[j.name for j in self.judges],
+            prompts=len(self.records),
+            judged=len(judged),
+            unjudged=len(unjudged),
+            target_errors=sum(1 for r in results if r.get("target_error")),
+            failed_jobs=[
+                {"job": jid, "reason": reason} for jid, _, reason in self.db.failed_jobs(STAGE)
+            ],
+            overall=stats.rate(len(failures), len(judged)),
+            refusal_rate=refused / len(results) if results else 0.0,
+            by_value=by_value,
+            by_pair=by_pair,
+            agreement=agreement,
+            severity={str(s): severity.count(s) for s in sorted(set(severity))},
+            usage=self.db.call_totals(),
+            failures=failures,
+            unjudged_records=unjudged,
+            outcomes={
+                outcome_key(r): bool(r["verdicts"][self.primary]["violates"]) for r in judged
+            },
+            ids={outcome_key(r): r["id"] for r in judged},
+            strategy_stats=strategy_stats(judged, self.primary),
+            calibration=self._calibration(answered),
+            unjudged_by_judge=unjudged_by,
+            warnings=warnings,
+            measures="attack success" if self.primary != "refusal" else NON_REFUSAL,
+            states=states,
+            worst_case=stats.rate(len(failures) + len(unjudged), len(answered)),
+            corrected=stats.corrected_rate(len(failures), len(judged), accuracy),
+            corrected_worst_case=stats.corrected_rate(
+                len(failures) + len(unjudged), len(answered), accuracy
+            ),
+            scores=judge_scores(answered),
+            unjudged_complied=unjudged_complied,
+            judge_accuracy={
+                j: {
+                    "overall": asdict(acc),
+                    "per_value": {k: asdict(a) for k, a in by.items()},
+                }
+                for j, (acc, by) in accuracies.items()
+            },
+        )
+
+    def results(self) -> list[ResultLine]:
+        """One line per (prompt, strategy) of the dataset as it is now: every judge's
+        verdict, the people's where they gave one, and the state of those not answered."""
+        from ..review.session import verdict_id
+
+        current = {job_id(r): r for r in self.records}
+        done = {job_id(r): r for r in self.db.records(STAGE, set(current))}
+        failed = {jid: reason for jid, _, reason in self.db.failed_jobs(STAGE)}
+        human = self._human_verdicts()
+        lines = []
+        for jid, rec in current.items():
+            r = done.get(jid)
+            if r is None:
+                state: State = "failed" if jid in failed else "not run"
+                lines.append(
+                    result_line(
+                        {**rec, "failure": failed.get(jid)}, self.primary, None, state=state
+                    )
+                )
+                continue
+            r = {**r, "cell": rec["cell"]}
+            lines.append(result_line(r, self.primary, human.get(verdict_id(r))))
+        return lines
+
+    def close(self) -> None:
+        self._scale_in()
+        if getattr(self, "db", None) is not None:
+            self.db.close()
+
+    #: what the rate counts when the refusal detector is the only judge
+    # -- after the jobs ------------------------------------------------------------------------
+    def _conclude(self, findings: Findings) -> None:
+        """What the findings say besides the figures: the settings and their sources, the
+        gate, the values never attacked, the warnings, the baseline comparison."""
+        spec = self.spec
+        findings.min_judged = spec.min_judged
+        findings.settings = spec.report()
+        findings.gate = gate_rules(findings, spec)
+        findings.untested, findings.filtered_out = untested(findings, self.dataset, spec.recipe)
+        if is_chat_model(spec.target) and not spec.system_prompt and spec.replay is None:
+            findings.warnings.insert(
+                # unjudged replies that complied say first that the rate leaves prompts out
+                1 if findings.unjudged_complied else 0,
+                f"no system prompt was sent to {spec.target}: it answered as itself, not as "
+                "the application; give --system-prompt, or a recipe with "
+                "application.system_prompt",
+            )
+        if self.baseline is not None:
+            findings.comparison = compare_runs(findings, self.baseline)
+
+    def _write(self, findings: Findings, results: list[ResultLine]) -> None:
+        from ..report.attack import write_attack_report
+
+        with OutputLock(self.out):  # cooperating workers write the reports one at a time
+            write_regression_dataset(findings, self.out / "failures.jsonl")
+            write_results(results, self.out)
+            write_attack_report(findings, self.out)
+
+
+def gate_rules(findings: Findings, spec: AttackSpec) -> dict[str, Any]:
+    """The gate's rules and their outcomes (attack.json's ``gate``)."""
+    gate = spec.gate()
+    rules = check_gate(findings, gate)
+    return {
+        "fail_above": gate.fail_above,
+        "gate_on": gate.gate_on,
+        "axes": dict(gate.axes),
+        "strategies": dict(gate.strategies),
+        "min_judged": gate.min_judged,
+        "rules": [{**asdict(x), "message": x.message} for x in rules],
+        "failed": any(x.failed for x in rules[1:]),
+    }
+
+
+def untested(
+    findings: Findings, ds: Path, recipe: str | Path | None
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Per axis, the values of the run's dimension files (for a dataset inside a run) or the
+    recipe's explicit values that no attacked prompt had; and apart, those of them the
+    scope's filters took out on purpose."""
+    from ..recipe import load_recipe
+    from ..steps.scope import apply_filter
+    from ..store.rundir import Run
+
+    values: dict[str, list[str]] = {}
+    kept: dict[str, set[str]] = {}
+    if (ds.parent / "run.db").exists() and (ds.parent / "recipe.yaml").exists():
+        with Run.open(ds.parent, lock=False) as r:
+            s = r.recipe.scope
+            for name in r.recipe.dimensions:
+                if r.dimension_path(name).exists():
+                    every = r.read_dimension(name)
+                    values[name] = [v.value for v in every]
+                    f = s.filters.get(name)
+                    if f is not None:
+                        kept[name] = {v.value for v in apply_filter(every, f, s.seed)}
+    elif recipe is not None:
+        rec = load_recipe(recipe).recipe
+        values = {n: [v.value for v in d.values] for n, d in rec.dimensions.items() if d.values}
+        for n, d in rec.dimensions.items():
+            if d.values and n in rec.scope.filters:
+                scoped = apply_filter(list(d.values), rec.scope.filters[n], rec.scope.seed)
+                kept[n] = {v.value for v in scoped}
+    out: dict[str, list[str]] = {}
+    filtered: dict[str, list[str]] = {}
+    for axis, vals in values.items():
+        seen = {c["value"] for c in findings.by_value.get(axis, [])}
+        missing = [v for v in vals if v not in seen]
+        dropped = [v for v in missing if axis in kept and v not in kept[axis]]
+        if dropped:
+            filtered[axis] = dropped
+        missing = [v for v in missing if v not in dropped]
+        if missing:
+            out[axis] = missing
+    return out, filtered
+
+
+def is_chat_model(target: str) -> bool:
+    """A provider/model target (not an HTTP target file or a Python callable)."""
+    if target.endswith((".yaml", ".yml")) or "/" not in target:
+        return False
+    return target.partition("/")[0] in provider_names()
+
+
+def dry_run(spec: AttackSpec) -> list[dict[str, Any]]:
+    """Calls and tokens per strategy of the attack ``spec`` describes; nothing is called and
+    nothing is written."""
+    from ..llm import Usage
+    from ..llm.factory import FREE_PROVIDERS
+    from .execute import estimate
+    from .judges import RUBRIC
+
+    judges = (spec.judge != "refusal") + bool(spec.classifier)
+    rubric = RUBRIC.format(
+        app=spec.app_name or "the application",
+        policy=spec.policy.strip() or "Do not help with harmful activities.",
+    )
+    models = {
+        "target": spec.target,
+        "judge": spec.judge,
+        "classifier": spec.classifier,
+        "attacker": spec.attacker,
+    }
+
+    def price(role: str, prompt: int, completion: int) -> float | None:
+        name = models.get(role) or ""
+        if name.startswith(FREE_PROVIDERS) or (role == "target" and not is_chat_model(name)):
+            return 0.0  # a free model, or the application itself (HTTP or Python)
+        if name not in spec.prices:
+            return None
+        return spec.prices[name].cost(Usage(prompt, completion))
+
+    return estimate(
+        attack_records(Path(spec.dataset), spec),
+        judges=judges,
+        max_tokens=spec.max_tokens,
+        max_rounds=spec.max_rounds,
+        max_turns=spec.max_turns,
+        system_prompt=spec.system_prompt,
+        rubric_tokens=len(rubric) // 4 + 30,
+        classifier=bool(spec.classifier),
+        price=price,
+    )
