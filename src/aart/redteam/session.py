@@ -33,7 +33,7 @@ from ..runner import run_jobs
 from ..store.db import RunDB
 from ..store.lock import OutputLock
 from . import stats
-from .execute import Executor
+from .execute import Executor, verdicts_as_dicts
 from .findings import Findings
 from .gate import check_gate
 from .jobs import STAGE, attack_records, job_id
@@ -215,7 +215,7 @@ class AttackSession:
         attacker = None
         if needs_attacker(list(used)) and not config.replay:
             if not config.attacker:
-                names = ", ".join(sorted(s.label for s in used if s.kind != "convert"))
+                names = ", ".join(sorted(s.label for s in used if s.runner.needs_attacker))
                 raise ConfigError(
                     f"the strategies {names} need an attacker model: --attacker "
                     "PROVIDER/MODEL (or attack.attacker in the recipe)"
@@ -314,7 +314,8 @@ class AttackSession:
         jid, rec = job
         result: dict[str, Any] = {**rec, "target": self.target_name}
         try:
-            result.update(await self.executor.run(jid, rec, parse_strategy(rec["strategy"])))
+            done = await self.executor.run(jid, rec, parse_strategy(rec["strategy"]))
+            result.update(verdicts_as_dicts(done))  # run.db keeps plain records
         except ProviderError as e:
             if not isinstance(e, TargetError) and (
                 isinstance(e, EndpointDown) or is_retryable(e.status) or e.status is None
