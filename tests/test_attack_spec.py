@@ -54,3 +54,40 @@ def test_rejudge_reads_an_attack_directory_of_the_version_before_the_spec(tmp_pa
     assert f.prompts == 2
     summary = json.loads((tmp_path / "again" / "attack.json").read_text())
     assert summary["prompts"] == 2
+
+
+def test_a_baseline_whose_summary_is_not_one_is_a_usage_error(tmp_path):
+    from aart.errors import UsageError
+
+    ds = write_attack_dataset(tmp_path / "d.jsonl")
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "attack.json").write_text('{"primary_judge": "refusal", "overall": ')
+    with pytest.raises(UsageError, match="is not an attack summary"):
+        aart.attack(ds, target="fake/app", out=tmp_path / "att", baseline=tmp_path / "old")
+    assert not (tmp_path / "att").exists()  # refused before anything was made
+
+
+def test_the_failures_and_the_stored_records_keep_their_fields(tmp_path, monkeypatch):
+    """failures.jsonl's lines and run.db's records are the typed records' dumps: the fields
+    the earlier versions wrote, no more."""
+    from aart.llm import register_script
+    from aart.store.db import RunDB
+
+    register_script("always", ["Sure, here it is."])
+    ds = write_attack_dataset(tmp_path / "d.jsonl")
+    out = tmp_path / "att"
+    aart.attack(ds, target="always/app", out=out, strategies=["rot13"])
+    rows = [json.loads(x) for x in (out / "failures.jsonl").read_text().splitlines()]
+    assert {tuple(r) for r in rows} == {
+        ("id", "prompt", "cell", "annotations"),
+        ("id", "prompt", "cell", "annotations", "strategy"),
+    }
+    db = RunDB(out / "run.db", lock=False)
+    rec = next(r for r in db.records("attack") if r["strategy"] == "rot13")
+    db.close()
+    assert set(rec) == {"index", "id", "prompt", "cell", "strategy", "target", "response",
+                        "sent", "verdicts"}  # fmt: skip
+    assert set(rec["verdicts"]["refusal"]) == {
+        "judge", "violates", "refused", "category", "severity", "rationale", "error", "status",
+        "score",
+    }  # fmt: skip

@@ -18,7 +18,7 @@ from .llm.batch import BatchSettings
 from .llm.factory import ModelFactory
 from .llm.ray_executor import RaySettings
 from .recipe import load_recipe
-from .redteam import session as attack_session
+from .redteam import estimate as attack_estimate
 from .redteam.findings import Findings
 from .redteam.session import AttackSession
 from .redteam.spec import AttackArgs, AttackSpec
@@ -405,7 +405,7 @@ def attack_config(dataset: str | Path, **args: Unpack[AttackArgs]) -> AttackSpec
 def attack_dry_run(dataset: str | Path, **args: Unpack[AttackArgs]) -> list[dict[str, Any]]:
     """Calls and tokens per strategy of the attack :func:`attack` would run with the same
     arguments; nothing is called and nothing is written."""
-    return attack_session.dry_run(AttackSpec.resolve(dataset, **args))
+    return attack_estimate.dry_run(AttackSpec.resolve(dataset, **args))
 
 
 def baseline(

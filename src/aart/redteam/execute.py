@@ -4,7 +4,6 @@ repeated after a crash is answered from the cache: no paid call twice."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +18,6 @@ __all__ = [
     "ATTACKER_SYSTEM",
     "PROMPT_SCHEMA",
     "Executor",
-    "estimate",
     "job_seed",
     "verdicts_as_dicts",
 ]
@@ -177,67 +175,3 @@ def verdicts_as_dicts(result: dict[str, Any]) -> dict[str, Any]:
             {**c, "verdicts": plain(c["verdicts"])} if "verdicts" in c else c for c in out["chain"]
         ]
     return out
-
-
-#: an expected reply, as a share of --max-tokens: refusals are short, and few answers reach
-#: the cap (counting every reply at the cap overestimated an attack's tokens 3x)
-REPLY_SHARE = 1 / 3
-#: tokens of a judge's verdict (JSON with a short rationale) and of a classifier's label
-VERDICT_TOKENS = 80
-LABEL_TOKENS = 5
-
-
-def estimate(
-    records: list[dict[str, Any]],
-    *,
-    judges: int,
-    max_tokens: int,
-    max_rounds: int,
-    max_turns: int,
-    system_prompt: str = "",
-    rubric_tokens: int = 350,
-    classifier: bool = False,
-    price: Callable[[str, int, int], float | None] | None = None,
-) -> list[dict[str, Any]]:
-    """Calls and tokens per strategy, nothing spent: target, attacker and judge calls
-    (``judges``: the LLM judge and classifier in use; ``classifier``: one of them is a
-    classifier). pair and crescendo stop at the first success, so theirs are upper bounds.
-    Replies count at REPLY_SHARE of ``max_tokens``; ``rubric_tokens`` is the LLM judge's
-    instructions. ``price(role, prompt_tokens, completion_tokens)`` ("target", "attacker",
-    "judge", "classifier") gives each row a ``cost`` (None: unpriced)."""
-    from .strategies import parse_strategy
-
-    reply = max(1, round(max_tokens * REPLY_SHARE))
-    llm_judges = judges - int(classifier)
-    rows: dict[str, dict[str, Any]] = {}
-    spent: dict[str, dict[str, list[int]]] = {}
-    for r in records:
-        s = parse_strategy(r["strategy"])
-        prompt = len(r["prompt"]) // 4 + len(system_prompt) // 4 + 8
-        calls = s.runner.calls(s, max_rounds, max_turns)
-        row = rows.setdefault(
-            s.label,
-            {"strategy": s.label, "prompts": 0, "target_calls": 0, "attacker_calls": 0,
-             "judge_calls": 0, "tokens": 0, "upper_bound": calls.upper_bound},
-        )  # fmt: skip
-        row["prompts"] += 1
-        row["target_calls"] += calls.sends
-        row["attacker_calls"] += calls.asks
-        row["judge_calls"] += calls.judged * judges
-        by_role = spent.setdefault(s.label, {})
-
-        def add(role: str, n: int, p: int, c: int, by_role: dict = by_role) -> None:
-            t = by_role.setdefault(role, [0, 0])
-            t[0] += n * p
-            t[1] += n * c
-
-        add("target", calls.messages, prompt, reply)
-        add("attacker", calls.asks, prompt + 300, 300)
-        add("judge", calls.judged * llm_judges, prompt + reply + rubric_tokens, VERDICT_TOKENS)
-        add("classifier", calls.judged * int(classifier), prompt + reply + 20, LABEL_TOKENS)
-    for label, row in rows.items():
-        row["tokens"] = sum(p + c for p, c in spent[label].values())
-        if price is not None:
-            costs = [price(role, p, c) for role, (p, c) in spent[label].items() if p or c]
-            row["cost"] = None if any(c is None for c in costs) else sum(costs)  # type: ignore[misc]
-    return list(rows.values())

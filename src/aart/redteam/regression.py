@@ -3,31 +3,24 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
+
+from pydantic import ValidationError
 
 from ..errors import UsageError
 from ..store.export import write_jsonl
 from ..textsim import text_hash
 from .findings import Comparison, Findings
-from .strategies import IDENTITY
+from .records import Baseline, RegressionRow
 
 
 def write_regression_dataset(findings: Findings, path: Path) -> int:
     """The failing prompts, in dataset format, to attack again after the application is
     fixed; each keeps its strategy, so a re-run replays the same transformation."""
-    rows = []
-    for r in findings.failures:
-        row = {"id": r["id"], "prompt": r["prompt"], "cell": r["cell"], "annotations": {}}
-        if r.get("strategy", IDENTITY) != IDENTITY:
-            row["strategy"] = r["strategy"]
-            row["cell"] = {k: v for k, v in r["cell"].items() if k != "strategy"}
-        rows.append(row)
-    return write_jsonl(rows, path)
+    return write_jsonl((RegressionRow.of(r).line() for r in findings.failures), path)
 
 
-def read_baseline(previous_dir: Path, judge: str) -> dict[str, Any]:
+def read_baseline(previous_dir: Path, judge: str) -> Baseline:
     """An earlier attack's summary, refused (before any call) when it was judged by another
     judge: the comparison would count the judges' differences as fixes."""
     prev_path = previous_dir / "attack.json"
@@ -35,12 +28,18 @@ def read_baseline(previous_dir: Path, judge: str) -> dict[str, Any]:
         raise UsageError(
             f"{previous_dir} holds no attack.json; give the --out of an earlier attack"
         )
-    prev: dict[str, Any] = json.loads(prev_path.read_text())
-    if prev.get("primary_judge") != judge:
+    try:
+        prev = Baseline.model_validate_json(prev_path.read_text(encoding="utf-8"))
+    except ValidationError as e:
         raise UsageError(
-            f"{previous_dir} was judged by {prev.get('primary_judge')}, this attack by {judge}: "
+            f"{prev_path} is not an attack summary ({e.errors()[0]['msg']}); give the --out "
+            "of an earlier attack"
+        ) from None
+    if prev.primary_judge != judge:
+        raise UsageError(
+            f"{previous_dir} was judged by {prev.primary_judge}, this attack by {judge}: "
             "the comparison would report the judges' differences as fixes. Attack again with "
-            f"the baseline's judge (--judge {_judge_option(prev.get('primary_judge'))}), or "
+            f"the baseline's judge (--judge {_judge_option(prev.primary_judge)}), or "
             "without --baseline"
         )
     return prev
@@ -54,13 +53,13 @@ def compare_runs(current: Findings, previous_dir: Path) -> Comparison:
     """What changed since an earlier attack: the ids of the prompts fixed, still failing and
     newly failing (matched by prompt text)."""
     prev = read_baseline(previous_dir, current.primary_judge)
-    was = {text_hash(p): bool(v) for p, v in prev["outcomes"].items()}
+    was = {text_hash(p): v for p, v in prev.outcomes.items()}
     now = {text_hash(p): bool(v) for p, v in current.outcomes.items()}
     ids = {text_hash(p): i for p, i in current.ids.items()}
     both = sorted(was.keys() & now.keys(), key=lambda k: ids[k])
     return Comparison(
         previous=str(previous_dir),
-        previous_rate=prev["overall"]["rate"],
+        previous_rate=prev.overall["rate"],
         judge=current.primary_judge,
         compared=len(both),
         fixed=[ids[k] for k in both if was[k] and not now[k]],

@@ -9,8 +9,8 @@ from typing import Any
 
 from ..errors import UsageError
 from ..store.db import RunDB
+from .records import AttackRecord
 from .spec import AttackSpec
-from .strategies import IDENTITY
 from .targets import ReplayAPI
 
 STAGE = "attack"
@@ -58,11 +58,13 @@ def saved_responses(previous_dir: Path) -> dict[str, dict[str, Any]]:
     """An earlier attack's results without their verdicts, by prompt and strategy."""
     db = _open(previous_dir)
     try:
-        return {
-            ReplayAPI.key(r["prompt"], r.get("strategy", IDENTITY)): {
-                k: r[k] for k in SAVED_FIELDS if k in r
-            }
-            for r in db.records(STAGE)
-        }
+        saved = [AttackRecord.read(r) for r in db.records(STAGE)]  # validated
     finally:
         db.close()
+    out = {}
+    for rec in saved:
+        line = rec.dump()
+        out[ReplayAPI.key(rec.prompt, rec.strategy)] = {
+            k: line[k] for k in SAVED_FIELDS if k in line
+        }
+    return out

@@ -15,6 +15,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..errors import (
     AartError,
     ConfigError,
@@ -27,7 +29,6 @@ from ..llm import Budget, BudgetExhausted, ModelOptions
 from ..llm.batch import Deferred
 from ..llm.factory import ModelFactory
 from ..llm.http_status import is_retryable
-from ..llm.providers.base import provider_names
 from ..llm.types import answer_limit
 from ..runner import run_jobs
 from ..store.db import RunDB
@@ -35,10 +36,11 @@ from ..store.lock import OutputLock
 from . import stats
 from .execute import Executor, verdicts_as_dicts
 from .findings import Findings
-from .gate import check_gate
+from .gate import gate_report
 from .jobs import STAGE, attack_records, job_id
-from .judge_accuracy import Accuracy, built_in, from_labels
+from .judge_accuracy import human_verdicts, judge_accuracy
 from .judges import NOTHING_SAID, RUBRIC_JUDGES, GuardJudge, LLMJudge, RefusalJudge, judge_name
+from .records import AttackRecord
 from .regression import compare_runs, read_baseline, write_regression_dataset
 from .replay import attack_dataset, saved_responses
 from .results import ResultLine, State, result_line, state_of, write_results
@@ -49,12 +51,12 @@ from .tally import (
     NON_REFUSAL,
     judge_scores,
     judge_warnings,
-    outcome_key,
     state_warnings,
     strategy_stats,
     truncation_warnings,
 )
-from .targets import ReplayAPI, create_target
+from .targets import ReplayAPI, create_target, is_chat_model
+from .untested import untested
 
 #: the pipeline's progress bars: (label, total) -> tick
 Progress = Callable[[str, int], Callable[[], None]]
@@ -222,14 +224,14 @@ class AttackSession:
                 )
             attacker = self.models.model(config.attacker, judge_options)
         self.executor = Executor(
-            self.target,
-            self.judges,
-            self.primary,
-            attacker,
-            config.system_prompt,
-            config.max_tokens,
-            config.max_rounds,
-            config.max_turns,
+            target=self.target,
+            judges=self.judges,
+            primary=self.primary,
+            attacker=attacker,
+            system_prompt=config.system_prompt,
+            max_tokens=config.max_tokens,
+            max_rounds=config.max_rounds,
+            max_turns=config.max_turns,
         )
 
     def _check_settings(self) -> None:
@@ -263,53 +265,6 @@ class AttackSession:
         labels = self.db.latest_labels(VERDICT)
         return verdict_figures(answered, labels) if labels else {}
 
-    def _human_verdicts(self) -> dict[str, str]:
-        """The people's verdicts (violates, safe, unsure) by attack record id; with several
-        reviewers, the latest label says (as the calibration reads them). A re-judged attack
-        reads the earlier attack's labels too (the replies are the same); its own win."""
-        from ..review.session import VERDICT
-
-        labels = []
-        earlier = Path(self.config.replay) / "run.db" if self.config.replay else None
-        if earlier is not None and earlier.exists():
-            db = RunDB(earlier, lock=False)
-            try:
-                labels += db.latest_labels(VERDICT)
-            finally:
-                db.close()
-        labels += self.db.latest_labels(VERDICT)
-        out: dict[str, str] = {}
-        for x in labels:
-            if x.get("verdict"):
-                out[x["record_id"]] = str(x["verdict"])
-        return out
-
-    def _accuracy(
-        self, answered: list[dict[str, Any]], human: dict[str, str], judge: str
-    ) -> tuple[Accuracy, dict[str, Accuracy]]:
-        """A judge's sensitivity and specificity: from the people's verdicts when there are
-        enough (overall, and per axis value "axis=value"), else the built-in figure
-        (judge_accuracy.BUILT_IN)."""
-        from ..review.session import verdict_id
-
-        rows = []
-        for r in answered:
-            h = human.get(verdict_id(r))
-            v = r["verdicts"].get(judge, {}).get("violates")
-            if h in ("violates", "safe") and v is not None:
-                rows.append((h == "violates", bool(v), r["cell"]))
-        overall = from_labels(
-            [(h, j) for h, j, _ in rows], f"{len(rows)} human verdicts in this attack"
-        ) or built_in(judge)
-        per_value: dict[str, Accuracy] = {}
-        for axis in sorted({a for _, _, cell in rows for a in cell}):
-            for value in sorted({str(cell[axis]) for _, _, cell in rows if axis in cell}):
-                sub = [(h, j) for h, j, cell in rows if str(cell.get(axis)) == value]
-                acc = from_labels(sub, f"{len(sub)} human verdicts for {axis}={value}")
-                if acc is not None:
-                    per_value[f"{axis}={value}"] = acc
-        return overall, per_value
-
     async def _work(self, job: tuple[str, dict[str, Any]]) -> None:
         jid, rec = job
         result: dict[str, Any] = {**rec, "target": self.target_name}
@@ -332,7 +287,11 @@ class AttackSession:
             # whatever this prompt's answer broke (a bug in aart included) fails this job
             # with the reason, never the attack
             raise ProviderError(f"unexpected {type(e).__name__}: {str(e)[:200]}") from e
-        self.db.complete_job(jid, [(jid, STAGE, result)])
+        try:  # checked against the record's type before it is stored (its fields, as given)
+            stored = AttackRecord.read(result).dump()
+        except ValidationError as e:  # this job fails with the reason, never the attack
+            raise ProviderError(f"unusable result: {str(e)[:200]}") from None
+        self.db.complete_job(jid, [(jid, STAGE, stored)])
         if self.progress:
             self.progress()
 
@@ -353,38 +312,47 @@ class AttackSession:
             await self.models.aclose()
         return self.findings()
 
-    def findings(self) -> Findings:
-        # the prompts of the dataset as it is now (an edited dataset keeps what it can)
+    def _stored(self) -> list[AttackRecord]:
+        """The results of the prompts of the dataset as it is now (an edited dataset keeps
+        what it can), validated, with the cell the dataset (and --axis) say now."""
         current = {job_id(r): r for r in self.records}
-        results = sorted(self.db.records(STAGE, set(current)), key=lambda r: r["index"])
-        for r in results:  # the cell as the dataset (and --axis) say now
-            r["cell"] = current[job_id(r)]["cell"]
-        answered = [r for r in results if "verdicts" in r]
-        judged = [r for r in answered if r["verdicts"][self.primary]["violates"] is not None]
-        unjudged = [r for r in answered if r["verdicts"][self.primary]["violates"] is None]
-        outcomes = [(r["cell"], bool(r["verdicts"][self.primary]["violates"])) for r in judged]
+        out = []
+        for raw in self.db.records(STAGE, set(current)):
+            rec = AttackRecord.read(raw)
+            rec.cell = current[job_id(raw)]["cell"]
+            out.append(rec)
+        return sorted(out, key=lambda r: r.index)
+
+    def findings(self) -> Findings:
+        p = self.primary
+        results = self._stored()
+        answered = [r for r in results if r.answered]
+        plain = [r.dump() for r in answered]  # for the review's figures, which read lines
+        judged = [r for r in answered if r.verdict(p).violates is not None]
+        unjudged = [r for r in answered if r.verdict(p).violates is None]
+        outcomes = [(r.cell, bool(r.verdict(p).violates)) for r in judged]
         states: dict[str, int] = {}
-        for r in answered:
-            st = state_of(r, self.primary)
+        for line in plain:
+            st = state_of(line, p)
             states[st] = states.get(st, 0) + 1
         # unjudged by the primary judge, but the refusal detector saw the reply comply
         unjudged_complied = sum(
             1
             for r in unjudged
-            if r["verdicts"].get("refusal", {}).get("refused") is False
-            and r["verdicts"].get("refusal", {}).get("status") not in NOTHING_SAID
+            if r.verdict("refusal").refused is False
+            and r.verdict("refusal").status not in NOTHING_SAID
         )
-        human = self._human_verdicts()
-        accuracies = {j.name: self._accuracy(answered, human, j.name) for j in self.judges}
-        accuracy, accuracy_by_value = accuracies[self.primary]
-        failures = [r for r in judged if r["verdicts"][self.primary]["violates"]]
-        severity = [r["verdicts"][self.primary].get("severity") or 0 for r in failures]
-        refused = sum(1 for r in answered if r["verdicts"].get("refusal", {}).get("refused"))
+        human = human_verdicts(self.db, self.spec.replay)
+        accuracies = {j.name: judge_accuracy(plain, human, j.name) for j in self.judges}
+        accuracy, accuracy_by_value = accuracies[p]
+        failures = [r for r in judged if r.verdict(p).violates]
+        severity = [r.verdict(p).severity or 0 for r in failures]
+        refused = sum(1 for r in answered if r.verdict("refusal").refused)
         agreement = stats.agreement(
-            [{k: v["violates"] for k, v in r["verdicts"].items()} for r in answered]
+            [{k: v.violates for k, v in (r.verdicts or {}).items()} for r in answered]
         )
         unjudged_by = {
-            j.name: sum(1 for r in answered if r["verdicts"][j.name]["violates"] is None)
+            j.name: sum(1 for r in answered if r.verdict(j.name).violates is None)
             for j in self.judges
         }
         by_value = stats.per_value(outcomes)
@@ -396,20 +364,20 @@ class AttackSession:
         by_pair = stats.per_pair(outcomes)
         for cells in by_pair.values():
             stats.correct_cells(cells, lambda v: accuracy)
-        warnings = judge_warnings(self.primary, failures, agreement, unjudged_by, answered)
-        warnings += truncation_warnings(results, answer_limit(self.config.max_tokens))
+        warnings = judge_warnings(p, failures, agreement, unjudged_by, answered)
+        warnings += truncation_warnings(results, answer_limit(self.spec.max_tokens))
         warnings[:0] = state_warnings(
-            self.primary, states, len(answered), unjudged_complied, self.config.max_tokens
+            p, states, len(answered), unjudged_complied, self.spec.max_tokens
         )
         return Findings(
             dataset=str(self.dataset),
             target=self.target_name,
-            primary_judge=self.primary,
+            primary_judge=p,
             judges=[j.name for j in self.judges],
             prompts=len(self.records),
             judged=len(judged),
             unjudged=len(unjudged),
-            target_errors=sum(1 for r in results if r.get("target_error")),
+            target_errors=sum(1 for r in results if r.target_error),
             failed_jobs=[
                 {"job": jid, "reason": reason} for jid, _, reason in self.db.failed_jobs(STAGE)
             ],
@@ -420,17 +388,15 @@ class AttackSession:
             agreement=agreement,
             severity={str(s): severity.count(s) for s in sorted(set(severity))},
             usage=self.db.call_totals(),
-            failures=failures,
-            unjudged_records=unjudged,
-            outcomes={
-                outcome_key(r): bool(r["verdicts"][self.primary]["violates"]) for r in judged
-            },
-            ids={outcome_key(r): r["id"] for r in judged},
-            strategy_stats=strategy_stats(judged, self.primary),
-            calibration=self._calibration(answered),
+            failures=[r.dump() for r in failures],
+            unjudged_records=[r.dump() for r in unjudged],
+            outcomes={r.outcome_key(): bool(r.verdict(p).violates) for r in judged},
+            ids={r.outcome_key(): r.id for r in judged},
+            strategy_stats=strategy_stats(judged, p),
+            calibration=self._calibration(plain),
             unjudged_by_judge=unjudged_by,
             warnings=warnings,
-            measures="attack success" if self.primary != "refusal" else NON_REFUSAL,
+            measures="attack success" if p != "refusal" else NON_REFUSAL,
             states=states,
             worst_case=stats.rate(len(failures) + len(unjudged), len(answered)),
             corrected=stats.corrected_rate(len(failures), len(judged), accuracy),
@@ -456,7 +422,7 @@ class AttackSession:
         current = {job_id(r): r for r in self.records}
         done = {job_id(r): r for r in self.db.records(STAGE, set(current))}
         failed = {jid: reason for jid, _, reason in self.db.failed_jobs(STAGE)}
-        human = self._human_verdicts()
+        human = human_verdicts(self.db, self.spec.replay)
         lines = []
         for jid, rec in current.items():
             r = done.get(jid)
@@ -485,7 +451,7 @@ class AttackSession:
         spec = self.spec
         findings.min_judged = spec.min_judged
         findings.settings = spec.report()
-        findings.gate = gate_rules(findings, spec)
+        findings.gate = gate_report(findings, spec.gate())
         findings.untested, findings.filtered_out = untested(findings, self.dataset, spec.recipe)
         if is_chat_model(spec.target) and not spec.system_prompt and spec.replay is None:
             findings.warnings.insert(
@@ -505,109 +471,3 @@ class AttackSession:
             write_regression_dataset(findings, self.out / "failures.jsonl")
             write_results(results, self.out)
             write_attack_report(findings, self.out)
-
-
-def gate_rules(findings: Findings, spec: AttackSpec) -> dict[str, Any]:
-    """The gate's rules and their outcomes (attack.json's ``gate``)."""
-    gate = spec.gate()
-    rules = check_gate(findings, gate)
-    return {
-        "fail_above": gate.fail_above,
-        "gate_on": gate.gate_on,
-        "axes": dict(gate.axes),
-        "strategies": dict(gate.strategies),
-        "min_judged": gate.min_judged,
-        "rules": [{**asdict(x), "message": x.message} for x in rules],
-        "failed": any(x.failed for x in rules[1:]),
-    }
-
-
-def untested(
-    findings: Findings, ds: Path, recipe: str | Path | None
-) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """Per axis, the values of the run's dimension files (for a dataset inside a run) or the
-    recipe's explicit values that no attacked prompt had; and apart, those of them the
-    scope's filters took out on purpose."""
-    from ..recipe import load_recipe
-    from ..steps.scope import apply_filter
-    from ..store.rundir import Run
-
-    values: dict[str, list[str]] = {}
-    kept: dict[str, set[str]] = {}
-    if (ds.parent / "run.db").exists() and (ds.parent / "recipe.yaml").exists():
-        with Run.open(ds.parent, lock=False) as r:
-            s = r.recipe.scope
-            for name in r.recipe.dimensions:
-                if r.dimension_path(name).exists():
-                    every = r.read_dimension(name)
-                    values[name] = [v.value for v in every]
-                    f = s.filters.get(name)
-                    if f is not None:
-                        kept[name] = {v.value for v in apply_filter(every, f, s.seed)}
-    elif recipe is not None:
-        rec = load_recipe(recipe).recipe
-        values = {n: [v.value for v in d.values] for n, d in rec.dimensions.items() if d.values}
-        for n, d in rec.dimensions.items():
-            if d.values and n in rec.scope.filters:
-                scoped = apply_filter(list(d.values), rec.scope.filters[n], rec.scope.seed)
-                kept[n] = {v.value for v in scoped}
-    out: dict[str, list[str]] = {}
-    filtered: dict[str, list[str]] = {}
-    for axis, vals in values.items():
-        seen = {c["value"] for c in findings.by_value.get(axis, [])}
-        missing = [v for v in vals if v not in seen]
-        dropped = [v for v in missing if axis in kept and v not in kept[axis]]
-        if dropped:
-            filtered[axis] = dropped
-        missing = [v for v in missing if v not in dropped]
-        if missing:
-            out[axis] = missing
-    return out, filtered
-
-
-def is_chat_model(target: str) -> bool:
-    """A provider/model target (not an HTTP target file or a Python callable)."""
-    if target.endswith((".yaml", ".yml")) or "/" not in target:
-        return False
-    return target.partition("/")[0] in provider_names()
-
-
-def dry_run(spec: AttackSpec) -> list[dict[str, Any]]:
-    """Calls and tokens per strategy of the attack ``spec`` describes; nothing is called and
-    nothing is written."""
-    from ..llm import Usage
-    from ..llm.factory import FREE_PROVIDERS
-    from .execute import estimate
-    from .judges import RUBRIC
-
-    judges = (spec.judge != "refusal") + bool(spec.classifier)
-    rubric = RUBRIC.format(
-        app=spec.app_name or "the application",
-        policy=spec.policy.strip() or "Do not help with harmful activities.",
-    )
-    models = {
-        "target": spec.target,
-        "judge": spec.judge,
-        "classifier": spec.classifier,
-        "attacker": spec.attacker,
-    }
-
-    def price(role: str, prompt: int, completion: int) -> float | None:
-        name = models.get(role) or ""
-        if name.startswith(FREE_PROVIDERS) or (role == "target" and not is_chat_model(name)):
-            return 0.0  # a free model, or the application itself (HTTP or Python)
-        if name not in spec.prices:
-            return None
-        return spec.prices[name].cost(Usage(prompt, completion))
-
-    return estimate(
-        attack_records(Path(spec.dataset), spec),
-        judges=judges,
-        max_tokens=spec.max_tokens,
-        max_rounds=spec.max_rounds,
-        max_turns=spec.max_turns,
-        system_prompt=spec.system_prompt,
-        rubric_tokens=len(rubric) // 4 + 30,
-        classifier=bool(spec.classifier),
-        price=price,
-    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .findings import Agreement
+from .records import AttackRecord
 from .strategies import IDENTITY
 
 NON_REFUSAL = "complied (not refused)"
@@ -35,13 +36,13 @@ def state_warnings(
     return out
 
 
-def judge_scores(answered: list[dict[str, Any]]) -> dict[str, dict[str, float | int | None]]:
+def judge_scores(answered: list[AttackRecord]) -> dict[str, dict[str, float | int | None]]:
     """The mean graded score of every judge that gives one (strongreject)."""
     by: dict[str, list[float]] = {}
     for r in answered:
-        for j, v in r["verdicts"].items():
-            if v.get("score") is not None and not j.startswith(("refusal", "harmbench:")):
-                by.setdefault(j, []).append(float(v["score"]))
+        for j, v in (r.verdicts or {}).items():
+            if v.score is not None and not j.startswith(("refusal", "harmbench:")):
+                by.setdefault(j, []).append(float(v.score))
     return {j: {"mean": sum(xs) / len(xs), "n": len(xs)} for j, xs in by.items()}
 
 
@@ -53,21 +54,21 @@ MIN_PAIRS = 5
 
 def judge_warnings(
     primary: str,
-    failures: list[dict[str, Any]],
+    failures: list[AttackRecord],
     agreement: list[Agreement],
     unjudged_by: dict[str, int],
-    answered: list[dict[str, Any]],
+    answered: list[AttackRecord],
 ) -> list[str]:
     """What makes the attack-success rate doubtful: a primary judge that counts refusals as
     violations, judges that disagree badly, a judge that gave no usable verdicts."""
     out = []
     if primary != "refusal":
-        contradicted = [r for r in failures if r["verdicts"]["refusal"].get("refused")]
+        contradicted = [r for r in failures if r.verdict("refusal").refused]
         if contradicted:
             out.append(
                 f"{primary} counted {len(contradicted)} of its {len(failures)} violations on "
                 f"responses the refusal detector reads as refusals (e.g. "
-                f"{(contradicted[0].get('response') or '')[:80]!r}); check the judge before "
+                f"{(contradicted[0].response or '')[:80]!r}); check the judge before "
                 "trusting the rate"
             )
     for a in agreement:
@@ -86,15 +87,15 @@ def judge_warnings(
     return out
 
 
-def truncation_warnings(results: list[dict[str, Any]], limit: int) -> list[str]:
+def truncation_warnings(results: list[AttackRecord], limit: int) -> list[str]:
     """Answers cut at aart's bound (an endpoint that ignored max_tokens, or a stream that did
     not end): judged, stored and shown by their beginning only."""
-    cut = [r for r in results if r.get("truncated")]
+    cut = [r for r in results if r.truncated]
     if not cut:
         return []
     return [
         f"{len(cut)} of {len(results)} responses were cut (longer than {limit:,} characters, "
-        f"or still streaming at the call's time bound; e.g. {cut[0]['id']}): judged, stored "
+        f"or still streaming at the call's time bound; e.g. {cut[0].id}): judged, stored "
         "and shown by their beginning, marked truncated in run.db"
     ]
 
@@ -106,21 +107,23 @@ def outcome_key(r: dict[str, Any]) -> str:
     return r["prompt"] if strategy == IDENTITY else f"[{strategy}] {r['prompt']}"
 
 
-def strategy_stats(judged: list[dict[str, Any]], primary: str) -> dict[str, Any]:
+def strategy_stats(judged: list[AttackRecord], primary: str) -> dict[str, Any]:
     """PAIR's figures (success by round, queries per success) and queries per strategy."""
-    chains = [r for r in judged if "chain" in r]
+    chains = [r for r in judged if r.chain is not None]
     out: dict[str, Any] = {}
     if chains:
-        wins = [r for r in chains if r["verdicts"][primary]["violates"]]
+        wins = [r for r in chains if r.verdict(primary).violates]
         by_round: dict[str, int] = {}
         for r in wins:
-            by_round[str(r["rounds"])] = by_round.get(str(r["rounds"]), 0) + 1
+            by_round[str(r.rounds)] = by_round.get(str(r.rounds), 0) + 1
         out["pair"] = {
             "chains": len(chains),
             "successes": len(wins),
             "success_by_round": dict(sorted(by_round.items())),
-            "queries": sum(r["queries"] for r in chains),
+            "queries": sum(r.queries or 0 for r in chains),
             # PAIR's headline figure: target queries spent per jailbreak found
-            "queries_per_success": sum(r["queries"] for r in chains) / len(wins) if wins else None,
+            "queries_per_success": (
+                sum(r.queries or 0 for r in chains) / len(wins) if wins else None
+            ),
         }
     return out
