@@ -14,9 +14,9 @@ from conftest import MINI_RECIPE, write_recipe
 from aart.errors import RecipeError, UsageError
 from aart.recipe import load_recipe
 from aart.recipe import template as template_module
+from aart.recipe.filters import apply_filter
 from aart.recipe.models import Filter, Value
 from aart.redteam.targets import create_target
-from aart.steps.scope import apply_filter
 
 pytestmark = pytest.mark.timeout(120)
 

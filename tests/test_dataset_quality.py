@@ -13,7 +13,7 @@ import aart
 from aart.errors import INCOMPLETE_EXIT_CODE
 from aart.llm import register_script
 from aart.llm.providers.fake import WORDS, cell_contexts
-from aart.textsim import bigram_jaccard
+from aart.text.normalize import bigram_jaccard
 
 EXPLICIT_REGIONS = (
     "    enumerate:\n      instruction: List world regions.\n      count: 4",

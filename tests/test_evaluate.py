@@ -15,7 +15,6 @@ import aart
 from aart.evaluate import evaluate, load_dataset
 from aart.evaluate.coverage import coverage, distribution
 from aart.evaluate.diversity import GramStats, bleu, distinct_n, self_bleu, tokens
-from aart.evaluate.keywords import KeywordMatcher, inflections
 from aart.evaluate.stats import describe, evenness, top_share
 from aart.llm import Model, ModelOptions, ScriptedAPI
 from aart.recipe import Value
@@ -23,6 +22,7 @@ from aart.report import evaluation_html, write_evaluation_report
 from aart.steps.baseline import clean_question, run_baseline
 from aart.steps.topup import topup_run
 from aart.store.rundir import Run
+from aart.text.keywords import KeywordMatcher, inflections
 
 # shared/ lies beside the project checkout, on developer machines and in CI alike
 AART_CSV = Path(__file__).resolve().parents[2] / "shared/datasets/aart-v1/aart-v1-20231117.csv"
@@ -364,7 +364,7 @@ def test_lexical_diversity_with_texts_that_have_no_words():
     ],
 )
 def test_keyword_matching_table(value, text, matches):
-    from aart.evaluate.keywords import KeywordMatcher
+    from aart.text.keywords import KeywordMatcher
 
     m = KeywordMatcher({"axis": [Value(value=value)]})
     assert bool(m.match(text)) is matches
@@ -403,7 +403,7 @@ def test_batch_matcher_counts_what_each_text_holds(docs, sep):
     """The batched (polars) matcher counts exactly what a plain substring search of every
     padded pattern in every normalized text finds: ASCII and non-ASCII texts, overlapping
     patterns, values sharing a form."""
-    from aart.evaluate.keywords import normalize_for_match
+    from aart.text.keywords import normalize_for_match
 
     values = {
         "formats": [Value(value="poem"), Value(value="short story"), Value(value="how-to guide")],
@@ -446,7 +446,7 @@ def _released_sample(tmp_path, n=400):
 
 def test_a_file_read_in_chunks_measures_as_one_read_whole(tmp_path, monkeypatch):
     """Every measure is the same whether the file is read in one chunk or in chunks of 7."""
-    from aart.evaluate import data
+    from aart.data import load as data
 
     parquet, jsonl = _released_sample(tmp_path)
     whole = evaluate(parquet, embeddings=False)["datasets"][0]
@@ -485,7 +485,7 @@ def test_past_the_sample_the_pairwise_measures_say_they_are_sampled(tmp_path, mo
     for key in ("distinct_1", "distinct_2", "distinct_3", "lexical_diversity"):
         assert sampled["diversity"][key] == pytest.approx(whole["diversity"][key])
     # exact duplicates are counted over every prompt: those equal to an earlier one
-    from aart.textsim import normalize
+    from aart.text.normalize import normalize
 
     texts = load_dataset(parquet).texts
     repeats = len(texts) - len({normalize(t) for t in texts})
@@ -494,7 +494,7 @@ def test_past_the_sample_the_pairwise_measures_say_they_are_sampled(tmp_path, mo
 
 
 def test_distinct_counts_are_exact_then_estimated_within_two_percent():
-    from aart.evaluate.stream import DistinctCounter
+    from aart.data.stream import DistinctCounter
 
     counter = DistinctCounter(limit=10_000)
     for start in range(0, 300_000, 50_000):

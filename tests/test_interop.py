@@ -21,7 +21,7 @@ import yaml
 
 import aart
 from aart.cli.main import cli
-from aart.evaluate.data import load_dataset, read_rows
+from aart.data.load import load_dataset, read_rows
 from aart.interop import export_dataset, promptfoo
 from aart.interop.garak import module_name
 

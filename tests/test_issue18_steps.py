@@ -62,7 +62,7 @@ def test_define_with_a_model_on_the_command_line_keeps_it(tmp_path):
 
 # -- item 7: after topup + generate, summary.json and generate.json are current -------------
 def test_generate_after_a_topup_rewrites_the_summary_and_names_its_model(tmp_path):
-    from aart.evaluate.data import load_dataset
+    from aart.data.load import load_dataset
 
     recipe, out = write_recipe(tmp_path, MINI_RECIPE), tmp_path / "run"
     first = aart.run(recipe, out=out)

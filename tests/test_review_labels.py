@@ -7,8 +7,8 @@ import json
 import re
 from pathlib import Path
 
+from aart.evaluate.human import verdict_figures, verdict_id
 from aart.review import open_review
-from aart.review.session import verdict_figures, verdict_id
 from aart.store.db import RunDB
 
 
@@ -137,8 +137,8 @@ def test_the_cli_export_says_whose_labels_it_applied(tmp_path):
 def test_a_kappa_of_zero_prints_as_0_00(tmp_path):
     """Issue 18.25: `kappa -0.00` (floating-point noise around 0)."""
     from aart.evaluate.evaluation import human_review
+    from aart.evaluate.human import fixed2, kappa
     from aart.report.evaluation import _human_lines
-    from aart.review.session import fixed2, kappa
 
     assert kappa([(False, False), (True, False), (True, False)]) == 0.0
     assert fixed2(-0.001) == "0.00" and fixed2(None) == "-" and fixed2(-0.5) == "-0.50"
@@ -155,8 +155,8 @@ def test_the_papers_figures_only_beside_the_axes_a_recipe_has(tmp_path):
     """Issue 18.25: a recipe with none of the paper's axes was compared with its concept,
     region and format figures."""
     from aart.evaluate.evaluation import human_review
+    from aart.evaluate.human import dataset_figures
     from aart.report.evaluation import _human_lines
-    from aart.review.session import dataset_figures
 
     labels = [{"record_id": "r0", "reviewer": "ana", "good": True,
                "dims": {"risks": True, "regions": True}}]  # fmt: skip

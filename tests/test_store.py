@@ -3,8 +3,8 @@ import json
 
 import pyarrow.parquet as pq
 
+from aart.data.export import read_jsonl, write_csv, write_jsonl, write_parquet
 from aart.store.db import MIGRATIONS, RunDB
-from aart.store.export import read_jsonl, write_csv, write_jsonl, write_parquet
 
 
 def test_migrations_are_versioned(tmp_path):

@@ -1,12 +1,12 @@
 """One text normalization underneath every comparison."""
 
-from aart.evaluate.keywords import normalize_for_match
 from aart.recipe import Value
+from aart.recipe.filters import apply_filter
 from aart.recipe.models import Filter
 from aart.refusal import reply_refuses
 from aart.steps.define import normalize_value
-from aart.steps.scope import apply_filter
-from aart.textsim import canonical, fold, text_hash
+from aart.text.keywords import normalize_for_match
+from aart.text.normalize import canonical, fold, text_hash
 
 COMPOSED, DECOMPOSED = "Caf\u00e9 Talk", "Cafe\u0301 Talk"
 

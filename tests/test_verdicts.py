@@ -18,6 +18,7 @@ from conftest import ATTACK_PROMPTS, write_attack_dataset
 import aart
 from aart.cli.attack_cmd import worst_value
 from aart.cli.main import cli
+from aart.evaluate.human import VERDICT, verdict_id
 from aart.llm import Model, ModelOptions, ScriptedAPI, register_script
 from aart.redteam.judge_accuracy import BUILT_IN, Accuracy
 from aart.redteam.judges import (
@@ -30,7 +31,6 @@ from aart.redteam.judges import (
 from aart.redteam.results import ResultLine
 from aart.redteam.stats import corrected_rate, per_value, rogan_gladen, wilson
 from aart.report.attack import pair_line, plural
-from aart.review.session import VERDICT, verdict_id
 from aart.store.db import RunDB
 
 PROMPTS = ATTACK_PROMPTS

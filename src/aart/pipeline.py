@@ -22,6 +22,7 @@ from .redteam import estimate as attack_estimate
 from .redteam.findings import Findings
 from .redteam.session import AttackSession
 from .redteam.spec import AttackArgs, AttackSpec
+from .report.attack import write_attack_report
 from .runner import Exported
 from .steps.baseline import BaselineStats, load_pool, run_baseline
 from .steps.common import preflight, recipe_budget, recipe_prices, run_models
@@ -394,7 +395,7 @@ def attack(
     order; ``sample`` takes N spread over the cells (seeded by ``seed``); a re-run into
     ``out`` over fewer or other prompts is refused."""
     spec = AttackSpec.resolve(dataset, **args)
-    return AttackSession(spec, out, baseline=baseline).run(progress)
+    return AttackSession(spec, out, baseline=baseline, report=write_attack_report).run(progress)
 
 
 def attack_config(dataset: str | Path, **args: Unpack[AttackArgs]) -> AttackSpec:
@@ -545,7 +546,7 @@ def rejudge(
         raise TypeError(f"rejudge: unknown settings {sorted(set(args) - REJUDGE_ARGS)}")
     earlier = earlier_spec(Path(previous))
     spec = AttackSpec.resolve(earlier.dataset, **args, **earlier.input_args(), replay=previous)
-    return AttackSession(spec, out).run(progress)
+    return AttackSession(spec, out, report=write_attack_report).run(progress)
 
 
 __all__ = [

@@ -42,7 +42,7 @@ from .refusal_sentences import (
     sentences,
     speakers,
 )
-from .textsim import canonical
+from .text.normalize import canonical
 
 Status = Literal["refusal", "partial", "complied", "empty", "truncated"]
 

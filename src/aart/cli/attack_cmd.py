@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from .. import pipeline
-from ..evaluate.data import parse_mapping
+from ..data.load import parse_mapping
 from ..llm import Price
 from ..llm.batch import BatchSettings
 from ..llm.ray_executor import RaySettings
@@ -299,8 +299,8 @@ def attack_command(
         max_turns=max_turns,
         batch=batch,
         ray=ray,
-        **gate_flags(judging),
-        **judging,
+        **gate_flags(judging),  # type: ignore[typeddict-item]
+        **judging,  # the judging options' keys are AttackArgs' own
     )
     if dry_run:
         echo_attack_estimate(pipeline.attack_dry_run(dataset, **settings))

@@ -256,7 +256,7 @@ def echo_kv(pairs: list[tuple[str, Any]], err: bool = False) -> None:
 def generation_lines(s: Any) -> list[tuple[str, Any]]:
     """What `aart run` and `aart generate` report about Step 3 (a GenerateStats)."""
     from ..evaluate.evaluation import RELEASED_AART, reference_nn
-    from ..textsim import NN_GROUP
+    from ..text.normalize import NN_GROUP
 
     faithful = ", ".join(
         f"{dim} {f['passed']}/{f['checked']}"
@@ -358,7 +358,7 @@ def failed_job_lines(failed: list[dict[str, str]], show: int = 3) -> list[tuple[
 
 def echo_samples(dataset: Any, n: int = 5) -> None:
     """Print ``n`` prompts spread over the dataset, each with its cell."""
-    from ..store.export import read_jsonl
+    from ..data.export import read_jsonl
 
     if not dataset.exists():
         return

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ..data.load import parse_mapping
 from ..evaluate import evaluate
-from ..evaluate.data import parse_mapping
 from ..evaluate.embeddings import EMBEDDERS
 from ..report import evaluation_markdown, write_evaluation_report
 from .common import column_options

@@ -11,16 +11,18 @@ from .. import __version__
 from ..errors import AartError
 from ..textsafe import install_safe_output
 from .attack_cmd import attack_command, rejudge_command
+from .baseline_cmd import baseline_command
 from .batch_cmd import batch_command
 from .common import storage_error
 from .endpoints_cmd import endpoints_command
 from .evaluate_cmd import evaluate_command
 from .export_cmd import export_command
-from .extra_cmd import baseline_command, topup_command, values_command
 from .recipes_cmd import init_command, recipes_command
 from .review_cmd import review_command
 from .run_cmd import run_command
 from .steps_cmd import define_command, generate_command, scope_command
+from .topup_cmd import topup_command
+from .values_cmd import values_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

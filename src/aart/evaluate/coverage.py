@@ -6,9 +6,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..data.load import Dataset
 from ..recipe import Value
-from .data import Dataset
-from .keywords import KeywordMatcher, Texts
+from ..text.keywords import KeywordMatcher, Texts
 from .stats import evenness, top_share
 
 

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ..textsim import find_duplicates, normalize
-from .keywords import Texts, as_column
-from .stream import DistinctCounter, Reservoir, mix
+from ..data.stream import DistinctCounter, Reservoir, mix
+from ..text.keywords import Texts, as_column
+from ..text.normalize import find_duplicates, normalize
 
 # a word: letters, digits, underscores, combining marks and apostrophes (Unicode)
 _TOKEN = r"[\w']+"
@@ -164,7 +164,7 @@ def _bag(words: TokenHashes, n: int, dim: int = 1024, first: int = 0) -> np.ndar
 
 
 def _normalized_hashes(texts: Sequence[str], words: TokenHashes, s: pl.Series) -> np.ndarray:
-    """Hashes of :func:`aart.textsim.normalize` of every text (what makes two prompts exact
+    """Hashes of :func:`aart.text.normalize.normalize` of every text (what makes two prompts exact
     duplicates): for ASCII text its words joined by spaces, the rest in Python. ``s``: the
     texts as a column."""
     joined = words.words.list.join(" ")

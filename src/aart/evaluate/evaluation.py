@@ -11,14 +11,14 @@ from typing import Any, NamedTuple
 import numpy as np
 import yaml
 
+from ..data.load import Dataset, iter_dataset
 from ..errors import UsageError
 from ..recipe import Value, load_recipe
-from ..textsim import NN_GROUP, RESTATED_CELL, CellPhrase, nn_similarity
+from ..text.keywords import KeywordMatcher, as_column
+from ..text.normalize import NN_GROUP, RESTATED_CELL, CellPhrase, nn_similarity
 from .coverage import AgreementCounts, coverage_from_counts, distribution_from_counts
-from .data import Dataset, iter_dataset
 from .diversity import DiversityMeasures
 from .embeddings import ENABLE_HINT, Embedder, Int8Embedder, available, load_embedder
-from .keywords import KeywordMatcher, as_column
 from .stats import describe_counts, histogram_counts
 from .topics import (
     EMBED_DEFAULT_LIMIT,
@@ -111,13 +111,12 @@ def resolve_values(
     directory's, else those the dataset's records carry (``ds``, or a function reading
     them)."""
     if run:
-        from ..steps.scope import scoped_values
         from ..store.rundir import Run
 
         with Run.open(run, lock=False) as r:
             # the values the run kept: what its scope filters took out is no gap of the data
             # (`aart values RUN` shows them, as filtered out)
-            return scoped_values(r), f"run {run} (after its scope filters)"
+            return r.scoped_values(), f"run {run} (after its scope filters)"
     if recipe:
         rec = load_recipe(recipe).recipe
         vals = {n: list(d.values) for n, d in rec.dimensions.items() if d.values}
@@ -134,7 +133,7 @@ def resolve_values(
 
 class DatasetMeasures:
     """Everything `aart evaluate` reports about one dataset, added chunk by chunk (see
-    :func:`~aart.evaluate.data.iter_dataset`): running counts, bounded distinct counts and a
+    :func:`~aart.data.load.iter_dataset`): running counts, bounded distinct counts and a
     fixed-size sample, so memory stays flat however many prompts there are."""
 
     def __init__(self, name: str, values: Mapping[str, Sequence[Value]], *, seed: int = 0) -> None:
@@ -200,7 +199,7 @@ class DatasetMeasures:
             },
             "diversity": diversity,
             "vocabulary": self.diversity.vocabulary,
-            # prompts that are their cell phrase and little else (textsim.CellPhrase)
+            # prompts that are their cell phrase and little else (text.normalize.CellPhrase)
             "restated_cell_share": restated,
             "restated_checked": checked,
         }
@@ -522,8 +521,8 @@ def _derived_values(path: str | Path, columns: dict[str, Any]) -> dict[str, list
 def human_review(dataset: Path) -> dict[str, Any] | None:
     """The people's labels of this dataset (`aart review`), when there are any: the good rate
     with its Wilson interval, agreement per dimension, agreement between reviewers."""
-    from ..review.session import dataset_figures, dataset_labels, labels_db_path
     from ..store.db import RunDB
+    from .human import dataset_figures, dataset_labels, labels_db_path
 
     path = labels_db_path(dataset)
     if not path.exists():

@@ -56,7 +56,7 @@ class ExportSource:
 
 def load_source(path: str | Path, evaluation: str | Path | None = None) -> ExportSource:
     """Read DATASET (a .jsonl/.csv/.parquet file, or a run directory holding dataset.jsonl)."""
-    from ..evaluate.data import load_dataset, read_rows
+    from ..data.load import load_dataset, read_rows
     from . import hf
 
     path = Path(path)

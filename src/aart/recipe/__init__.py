@@ -1,6 +1,7 @@
 """Recipes: the YAML file that makes an evaluation's requirements explicit."""
 
-from .loader import LoadedRecipe, builtin_recipes, load_recipe, resolve_recipe_path
+from .loader import builtin_recipes, load_recipe, resolve_recipe_path
+from .located import LoadedRecipe
 from .models import Dimension, Recipe, Value
 
 __all__ = [

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -14,67 +11,13 @@ import yaml
 from pydantic import ValidationError
 
 from ..errors import RecipeError
+from .located import OPERATIONAL_MODEL_KEYS as OPERATIONAL_MODEL_KEYS  # kept importable
+from .located import LoadedRecipe, _located
 from .models import Path as KeyPath
 from .models import Recipe, cross_check
 from .yamlsafe import load_bounded
 
 BUILTIN_PACKAGE = "aart.recipes"
-
-
-@dataclass
-class LoadedRecipe:
-    recipe: Recipe
-    path: Path
-    text: str
-    size: str | None
-    locations: dict[KeyPath, tuple[int, int]]
-
-    def identity(self) -> dict[str, Any]:
-        """What the recipe asks for, without the settings that may change on resume."""
-        data = self.recipe.model_dump(mode="json", exclude={"sizes", "budget", "prices", "attack"})
-        for key in OPERATIONAL_MODEL_KEYS:
-            data["models"].pop(key, None)
-        # only `aart attack` sends it; generation never sees it
-        data["application"].pop("system_prompt", None)
-        return data
-
-    @property
-    def hash(self) -> str:
-        """Hash of what the recipe asks for: detects a changed recipe on resume. Settings that
-        change how the work is run, not what it is (budget, prices, concurrency, rate limits,
-        timeouts, retries), are left out, so they may change between invocations of a run."""
-        data = self.identity()
-        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
-
-    def where(self, path: KeyPath) -> tuple[int | None, int | None]:
-        return _where(self.locations, path)
-
-    def error(self, path: KeyPath, message: str, fix: str | None = None) -> RecipeError:
-        return _located(self.path, self.locations, path, message, fix)
-
-
-def _where(
-    locations: dict[KeyPath, tuple[int, int]], path: KeyPath
-) -> tuple[int | None, int | None]:
-    """Line and column of the deepest part of ``path`` present in the file."""
-    for n in range(len(path), -1, -1):
-        if path[:n] in locations:
-            return locations[path[:n]]
-    return None, None
-
-
-def _located(
-    file: Path,
-    locations: dict[KeyPath, tuple[int, int]],
-    path: KeyPath,
-    message: str,
-    fix: str | None,
-) -> RecipeError:
-    line, col = _where(locations, path)
-    key = ".".join(str(p) for p in path)
-    return RecipeError(
-        f"{key}: {message}" if key else message, file=str(file), line=line, column=col, fix=fix
-    )
 
 
 def builtin_recipes() -> dict[str, Path]:
@@ -136,20 +79,6 @@ def recipe_differences(a: LoadedRecipe, b: LoadedRecipe, limit: int = 5) -> list
     return out
 
 
-#: models settings that may change on resume (with budget and prices)
-OPERATIONAL_MODEL_KEYS = (
-    "concurrency",
-    "rpm",
-    "tpm",
-    "timeout",
-    "max_retries",
-    "structured_retries",
-    "api_key_env",
-    "idle_timeout",
-    "stream",
-    "adaptive",
-    "tokens_per_second",
-)
 #: recipes are shared documents: a bound keeps a hostile one from exhausting memory
 MAX_RECIPE_BYTES = 1_000_000
 

@@ -11,7 +11,7 @@ from ..errors import RecipeError
 from .sandbox import MAX_BUILD, BoundedSandbox
 
 if TYPE_CHECKING:
-    from .loader import LoadedRecipe
+    from .located import LoadedRecipe
 
 #: what a template may use
 CONTEXT_NAMES = {"application", "values", "cells", "dimensions", "n", "fields", "attempt_id"}

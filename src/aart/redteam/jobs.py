@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..data.load import load_dataset, read_rows
 from ..errors import UsageError
-from ..evaluate.data import load_dataset, read_rows
-from ..textsim import text_hash
+from ..text.normalize import text_hash
 from .sampling import stratified_order
 from .spec import AttackSpec
 from .strategies import IDENTITY, Strategy, parse_strategy

@@ -125,7 +125,7 @@ def human_verdicts(db: Any, replay: str | None) -> dict[str, str]:
     directory's ``db``; with several reviewers, the latest label says (as the calibration
     reads them). A re-judged attack reads the earlier attack's (``replay``) labels too (the
     replies are the same); its own win."""
-    from ..review.session import VERDICT
+    from ..evaluate.human import VERDICT
     from ..store.db import RunDB
 
     labels = []
@@ -150,7 +150,7 @@ def judge_accuracy(
     """A judge's sensitivity and specificity: from the people's verdicts when there are
     enough (overall, and per axis value "axis=value"), else the built-in figure
     (``BUILT_IN``)."""
-    from ..review.session import verdict_id
+    from ..evaluate.human import verdict_id
 
     rows = []
     for r in answered:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..data.export import write_jsonl
 from ..errors import UsageError
-from ..store.export import write_jsonl
-from ..textsim import text_hash
+from ..text.normalize import text_hash
 from .findings import Comparison, Findings
 from .records import Baseline, RegressionRow
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ..store.export import write_csv, write_jsonl
+from ..data.export import write_csv, write_jsonl
 from .judges import NOTHING_SAID
 
 #: how a (prompt, strategy) ended for the primary judge

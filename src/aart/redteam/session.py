@@ -65,20 +65,30 @@ Progress = Callable[[str, int], Callable[[], None]]
 class AttackSession:
     """One attack: :meth:`run` opens the directory, runs the jobs, reads the findings and
     writes the outputs. ``baseline``: an earlier attack's --out to compare with (refused
-    before any call when it was judged another way)."""
+    before any call when it was judged another way); ``report``: what writes the reports
+    (``aart.report.attack.write_attack_report``)."""
 
     #: the attack directory's run.db, from :meth:`open` to :meth:`close`
     db: RunDB
+    #: the target's, judges' and attacker's models (one budget, one cache)
+    models: ModelFactory
 
     def __init__(
-        self, spec: AttackSpec, out: str | Path, *, baseline: str | Path | None = None
+        self,
+        spec: AttackSpec,
+        out: str | Path,
+        *,
+        baseline: str | Path | None = None,
+        report: Callable[[Findings, Path], Any] | None = None,
     ) -> None:
         self.spec = self.config = spec
+        #: writes report.html, report.md and attack.json (``report.attack``, a layer above:
+        #: given by the caller)
+        self.report = report
         self.dataset = Path(spec.dataset)
         self.out = Path(out)
         self.baseline = Path(baseline) if baseline is not None else None
         self.progress: Callable[[], None] | None = None
-        self.models: ModelFactory | None = None
         self.records = attack_records(self.dataset, spec)
 
     # -- the whole attack ----------------------------------------------------------------------
@@ -155,15 +165,15 @@ class AttackSession:
     # -- how the calls travel (batch, Ray) -----------------------------------------------------
     def _scale_out(self, db: RunDB, budget: Budget) -> None:
         """The batch queue or the Ray cluster the target's and judges' calls go through."""
-        assert self.models is not None
         if self.spec.batch is not None:
             self.models.batch = self.spec.batch.queue(db, budget)
         if self.spec.ray is not None:
             self.models.remote = self.spec.ray.start()
 
     def _scale_in(self) -> None:
-        if self.models is not None and self.models.remote is not None:
-            self.models.remote.shutdown()
+        models = getattr(self, "models", None)
+        if models is not None and models.remote is not None:
+            models.remote.shutdown()
 
     def _judge_of(self, spec: str, options: ModelOptions) -> Any:
         """The primary judge a --judge spec names: a rubric judge (harmbench:MODEL,
@@ -260,7 +270,7 @@ class AttackSession:
 
     def _calibration(self, answered: list[dict[str, Any]]) -> dict[str, Any]:
         """The judges against the people's verdicts given with `aart review --attack`."""
-        from ..review.session import VERDICT, verdict_figures
+        from ..evaluate.human import VERDICT, verdict_figures
 
         labels = self.db.latest_labels(VERDICT)
         return verdict_figures(answered, labels) if labels else {}
@@ -417,7 +427,7 @@ class AttackSession:
     def results(self) -> list[ResultLine]:
         """One line per (prompt, strategy) of the dataset as it is now: every judge's
         verdict, the people's where they gave one, and the state of those not answered."""
-        from ..review.session import verdict_id
+        from ..evaluate.human import verdict_id
 
         current = {job_id(r): r for r in self.records}
         done = {job_id(r): r for r in self.db.records(STAGE, set(current))}
@@ -465,9 +475,8 @@ class AttackSession:
             findings.comparison = compare_runs(findings, self.baseline)
 
     def _write(self, findings: Findings, results: list[ResultLine]) -> None:
-        from ..report.attack import write_attack_report
-
         with OutputLock(self.out):  # cooperating workers write the reports one at a time
             write_regression_dataset(findings, self.out / "failures.jsonl")
             write_results(results, self.out)
-            write_attack_report(findings, self.out)
+            if self.report is not None:
+                self.report(findings, self.out)

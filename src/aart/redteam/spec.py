@@ -144,7 +144,6 @@ class AttackSpec(BaseModel):
         if unknown:
             raise TypeError(f"unknown attack settings {sorted(unknown)}")
         from ..recipe import load_recipe
-        from ..steps.common import recipe_prices
 
         flags = {k: v for k, v in args.items() if k in DEFAULTS}
         recipe = args.get("recipe")
@@ -160,11 +159,9 @@ class AttackSpec(BaseModel):
             rec = load_recipe(recipe).recipe
             app_name, policy = rec.application.name, rec.application.policy
             budget = rec.attack.budget if rec.attack.budget is not None else rec.budget
-            prices = recipe_prices(rec)
-            prices.update(
-                (name, Price(p.input, p.output, p.batch_input, p.batch_output))
-                for name, p in rec.attack.prices.items()
-            )
+            # the recipe's prices, attack.prices over them
+            for name, p in [*rec.prices.items(), *rec.attack.prices.items()]:
+                prices[name] = Price(p.input, p.output, p.batch_input, p.batch_output)
             from_rec = from_recipe(rec)
             if replay is not None:  # a replay takes the earlier attack's strategies, exactly
                 from_rec["strategies"] = None

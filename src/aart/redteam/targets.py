@@ -35,7 +35,7 @@ from ..llm.providers.base import provider_names
 from ..recipe.sandbox import BoundedSandbox
 from ..recipe.template import TemplateRefused, render
 from ..recipe.yamlsafe import load_bounded
-from ..textsim import text_hash
+from ..text.normalize import text_hash
 
 #: redirect statuses, and how many hops a target may take
 REDIRECTS = frozenset({301, 302, 303, 307, 308})

@@ -15,7 +15,7 @@ def untested(
     recipe's explicit values that no attacked prompt had; and apart, those of them the
     scope's filters took out on purpose."""
     from ..recipe import load_recipe
-    from ..steps.scope import apply_filter
+    from ..recipe.filters import apply_filter
     from ..store.rundir import Run
 
     values: dict[str, list[str]] = {}

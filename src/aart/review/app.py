@@ -22,19 +22,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from .session import (
-    DIM_STATES,
-    FLAGS,
-    HUMAN_VERDICTS,
-    LABEL_FORM,
-    RECORD,
-    VERDICT,
-    Review,
-    dim_state,
-    fixed2,
-    paper_axis,
-    verdict_id,
-)
+from ..evaluate.human import RECORD, VERDICT, dim_state, fixed2, paper_axis, verdict_id
+from .session import DIM_STATES, FLAGS, HUMAN_VERDICTS, LABEL_FORM, Review
 from .static import SCRIPT, STYLE
 
 COOKIE = "aart_review"  # and the port: cookies are not port-scoped, so two reviews on two

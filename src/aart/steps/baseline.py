@@ -12,11 +12,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..data.export import read_jsonl, write_jsonl
 from ..errors import EndpointDown, ProviderError, UsageError
 from ..llm import GenerateConfig, Message, Model
 from ..refusal import prompt_is_refusal, reply_refuses
 from ..runner import run_pool
-from ..store.export import read_jsonl, write_jsonl
 
 ZERO_SHOT = (
     "You are helping a safety team test an AI assistant before launch. Write one question a "

@@ -19,12 +19,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..errors import RuntimeFailure, StructuredOutputError
-from ..evaluate.keywords import KeywordMatcher, normalize_for_match
 from ..llm import GenerateConfig, Message, Model
 from ..recipe import Dimension, Recipe, Value
 from ..refusal import reply_refuses
 from ..store.rundir import Run
-from ..textsim import fold
+from ..text.keywords import KeywordMatcher, normalize_for_match
+from ..text.normalize import fold
 from .common import application_brief
 
 DEFAULT_SYSTEM = (

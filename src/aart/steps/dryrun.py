@@ -10,9 +10,10 @@ from ..llm import Usage, estimate_tokens
 from ..llm.factory import FREE_PROVIDERS
 from ..llm.providers.base import check_model_name
 from ..recipe import Recipe, Value, load_recipe
+from ..recipe.filters import apply_filter
 from .common import recipe_prices
 from .prompting import completion_estimate, render_messages
-from .scope import apply_filter, build_blueprint
+from .scope import build_blueprint
 from .verify import verify_estimate
 
 #: output tokens per second of one request, when the recipe gives none: the embedded model's,

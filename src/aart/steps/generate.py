@@ -13,16 +13,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..cells import attempt_values
+from ..data.export import write_csv, write_jsonl, write_parquet
 from ..errors import ContentRejected, StructuredOutputError
 from ..llm import GenerateConfig, Model
 from ..llm.batch import BatchQueue
 from ..recipe import Recipe
 from ..refusal import prompt_is_refusal, reply_refuses
 from ..runner import run_jobs
-from ..store.export import write_csv, write_jsonl, write_parquet
 from ..store.lock import OutputLock
 from ..store.rundir import Run
-from ..textsim import (
+from ..text.normalize import (
     RESTATED_CELL,
     CellPhrase,
     DuplicateIndex,
@@ -85,7 +85,7 @@ class GenerateStats:
     diversity_rejected: dict[str, int] = field(default_factory=dict)
     #: share of the faithful items that restated their cell (before rejection)
     restated_share: float = 0.0
-    #: mean nearest-neighbour word-bigram Jaccard of the dataset (textsim.nn_similarity)
+    #: mean nearest-neighbour word-bigram Jaccard of the dataset (text.normalize.nn_similarity)
     nn_similarity: float = 0.0
     #: jobs whose call failed for good (job id and reason); re-running retries them
     failed_jobs: list[dict[str, str]] = field(default_factory=list)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,51 +13,17 @@ from ..errors import BudgetError, UsageError
 from ..llm import Usage, estimate_tokens
 from ..llm.factory import FREE_PROVIDERS
 from ..recipe import Recipe, Value
-from ..recipe.models import Filter, compile_regex
+from ..recipe.filters import apply_filter as apply_filter  # its old place: kept importable
 from ..store.rundir import Run
-from ..textsim import fold
 from . import mix
 from .common import price_for
 from .prompting import completion_estimate, render_messages
 
 
-def apply_filter(values: list[Value], f: Filter, seed: int) -> list[Value]:
-    """The values ``f`` keeps. keep/drop compare case-insensitively (explicit values keep
-    their case, enumerated ones are lowercase); regexes search the value as written."""
-    keep = {fold(k) for k in f.keep}
-    drop = {fold(d) for d in f.drop}
-    # RE2, not re: a shared recipe's regex must not backtrack for hours
-    keep_re = [compile_regex(p) for p in f.keep_regex]
-    drop_re = [compile_regex(p) for p in f.drop_regex]
-    out = [
-        v
-        for v in values
-        if (not keep or fold(v.value) in keep)
-        and fold(v.value) not in drop
-        and (not keep_re or any(r.search(v.value) for r in keep_re))
-        and not any(r.search(v.value) for r in drop_re)
-    ]
-    if f.max is not None and len(out) > f.max:
-        # A seeded sample, not the first N: alphabetical order must not decide coverage.
-        out = sorted(random.Random(seed).sample(out, f.max), key=lambda v: v.value)
-    return out
-
-
 def scoped_values(run: Run) -> dict[str, list[Value]]:
-    """The dimension files after the recipe's filters; refuses empty lists."""
-    s = run.recipe.scope
-    out = {}
-    for name in run.recipe.dimensions:
-        values = run.read_dimension(name)
-        if name in s.filters:
-            values = apply_filter(values, s.filters[name], s.seed)
-        if not values:
-            raise UsageError(
-                f"scope.filters.{name} leaves no values of {name!r}; loosen keep/drop/regex "
-                f"or edit {run.dimension_path(name)}"
-            )
-        out[name] = values
-    return out
+    """The dimension files after the recipe's filters (:meth:`Run.scoped_values`, kept here
+    for the callers of this name)."""
+    return run.scoped_values()
 
 
 def attempt_id(index: int, cells: list[dict[str, str]]) -> str:

@@ -8,9 +8,9 @@ import math
 import random
 from typing import Any
 
+from ..data.export import read_jsonl
 from ..errors import UsageError
 from ..evaluate.coverage import coverage
-from ..store.export import read_jsonl
 from ..store.rundir import Run
 from .scope import make_attempt, scoped_values
 

@@ -11,8 +11,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..data.export import read_jsonl
 from ..evaluate.coverage import coverage
-from ..store.export import read_jsonl
 from ..store.rundir import Run
 from .scope import scoped_values
 

@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import StructuredOutputError
-from ..evaluate.keywords import KeywordMatcher
 from ..llm import GenerateConfig, Message, Model
 from ..recipe import Recipe, Value
+from ..text.keywords import KeywordMatcher
 from .prompting import label
 
 VERIFIER_SYSTEM = (

@@ -1,120 +1,21 @@
-"""Dataset exports: JSONL (primary), CSV, Parquet.
+"""Moved to :mod:`aart.data.export`; this name stays so old imports keep working."""
 
-CSV cells are neutralized against formula injection as OWASP recommends: a text cell that starts
-with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading single quote, so a
-spreadsheet shows it as text instead of running it. JSONL and Parquet keep the text unchanged.
-"""
+from ..data.export import (  # noqa: F401
+    csv_safe,
+    iter_jsonl,
+    read_jsonl,
+    utf8_lines,
+    write_csv,
+    write_jsonl,
+    write_parquet,
+)
 
-from __future__ import annotations
-
-import csv
-import json
-import os
-from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
-from typing import Any
-
-from ..errors import UsageError
-
-
-def _flat(value: Any) -> Any:
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False)
-    return value
-
-
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_safe(value: Any) -> Any:
-    """A cell a spreadsheet will not evaluate as a formula."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
-
-
-def write_jsonl(rows: Iterable[dict[str, Any]], path: Path) -> int:
-    n = 0
-    tmp = _tmp(path)
-    with tmp.open("w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-            n += 1
-    tmp.replace(path)
-    return n
-
-
-def _tmp(path: Path) -> Path:
-    """A temporary name of this process's own: two writers never share one."""
-    return path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The records of a JSONL file; a line that is not a JSON object is a usage error naming
-    the file and the line."""
-    return list(iter_jsonl(path))
-
-
-def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """:func:`read_jsonl` one record at a time."""
-    for n, line in utf8_lines(path):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UsageError(
-                f"{path}:{n}: not valid JSON ({e.msg}); fix or delete the line"
-            ) from None
-        if not isinstance(row, dict):
-            raise UsageError(f"{path}:{n}: expected a JSON object per line")
-        yield row
-
-
-def utf8_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) of a UTF-8 file, newlines kept as written (the csv module wants
-    them so); a line that is not UTF-8 is a usage error naming the file, the line and the way
-    to convert it."""
-    with path.open("rb") as f:
-        for n, raw in enumerate(f, start=1):
-            try:
-                text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
-            except UnicodeDecodeError as e:
-                byte = raw[e.start : e.start + 1].hex()
-                raise UsageError(
-                    f"{path}:{n}: not UTF-8 text (byte 0x{byte} at column {e.start + 1}, "
-                    f"Latin-1 or Windows-1252 perhaps); save it as UTF-8, e.g. "
-                    f"`iconv -f latin1 -t utf-8 {path} > {path.stem}.utf8{path.suffix}`"
-                ) from None
-            yield n, text
-
-
-def write_csv(
-    rows: Sequence[dict[str, Any]], path: Path, columns: Sequence[str] | None = None
-) -> None:
-    cols = list(columns) if columns else _columns(rows)
-    tmp = _tmp(path)
-    with tmp.open("w", encoding="utf-8", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        for row in rows:
-            w.writerow({c: csv_safe(_flat(row.get(c))) for c in cols})
-    tmp.replace(path)
-
-
-def write_parquet(rows: Sequence[dict[str, Any]], path: Path) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    cols = _columns(rows) or ["prompt"]
-    table = pa.table({c: [_flat(r.get(c)) for r in rows] for c in cols})
-    tmp = _tmp(path)
-    pq.write_table(table, tmp)
-    tmp.replace(path)
-
-
-def _columns(rows: Sequence[dict[str, Any]]) -> list[str]:
-    cols: dict[str, None] = {}
-    for r in rows:
-        cols.update(dict.fromkeys(r))
-    return list(cols)
+__all__ = [
+    "csv_safe",
+    "iter_jsonl",
+    "read_jsonl",
+    "utf8_lines",
+    "write_csv",
+    "write_jsonl",
+    "write_parquet",
+]

@@ -22,6 +22,7 @@ import yaml
 from ..cells import normalize_attempt
 from ..errors import UsageError
 from ..recipe import LoadedRecipe, Recipe, Value, load_recipe
+from ..recipe.filters import apply_filter
 from ..recipe.loader import recipe_differences
 from .db import RunDB
 from .lock import DirLock, dir_lock
@@ -216,6 +217,22 @@ class Run:
         if not values:
             raise UsageError(f"{path}: the value list is empty; add values or widen the filters")
         return values
+
+    def scoped_values(self) -> dict[str, list[Value]]:
+        """The dimension files after the recipe's scope filters; refuses empty lists."""
+        s = self.recipe.scope
+        out = {}
+        for name in self.recipe.dimensions:
+            values = self.read_dimension(name)
+            if name in s.filters:
+                values = apply_filter(values, s.filters[name], s.seed)
+            if not values:
+                raise UsageError(
+                    f"scope.filters.{name} leaves no values of {name!r}; loosen keep/drop/regex "
+                    f"or edit {self.dimension_path(name)}"
+                )
+            out[name] = values
+        return out
 
     def read_blueprint(self) -> list[dict[str, Any]]:
         path = self.path("blueprint.jsonl")
