@@ -19,7 +19,6 @@ __all__ = [
     "PROMPT_SCHEMA",
     "Executor",
     "job_seed",
-    "verdicts_as_dicts",
 ]
 
 PROMPT_SCHEMA = {
@@ -158,20 +157,3 @@ class Executor:
         except StructuredOutputError:
             return text
         return str(out.parsed["prompt"])
-
-
-def verdicts_as_dicts(result: dict[str, Any]) -> dict[str, Any]:
-    """A result with its verdicts (and those of a PAIR chain's rounds) as the dicts run.db
-    keeps: the storage boundary."""
-
-    def plain(vs: dict[str, Any]) -> dict[str, Any]:
-        return {k: v.as_dict() if isinstance(v, Verdict) else v for k, v in vs.items()}
-
-    out = dict(result)
-    if "verdicts" in out:
-        out["verdicts"] = plain(out["verdicts"])
-    if "chain" in out:
-        out["chain"] = [
-            {**c, "verdicts": plain(c["verdicts"])} if "verdicts" in c else c for c in out["chain"]
-        ]
-    return out

@@ -1,6 +1,6 @@
 """The attack's records as types, validated when read back and turned into plain lines only
 where they are stored: a job's result in run.db (:class:`AttackRecord`, with each judge's
-:class:`StoredVerdict`), a line of failures.jsonl (:class:`RegressionRow`) and the summary a
+``judges.Verdict``), a line of failures.jsonl (:class:`RegressionRow`) and the summary a
 baseline is read from (:class:`Baseline`). Field names are those of the files, so the files do
 not change; fields a record does not hold stay out of it."""
 
@@ -10,27 +10,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from .judges import Verdict
 from .strategies import IDENTITY
 
-
-class StoredVerdict(BaseModel):
-    """One judge's verdict as run.db keeps it (``judges.Verdict.as_dict``)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    judge: str = ""
-    violates: bool | None = None  # None: unjudged
-    refused: bool | None = None
-    category: str | None = None
-    severity: int | None = None
-    rationale: str = ""
-    error: str | None = None
-    status: str | None = None
-    score: float | None = None
-
-
 #: the verdict of a judge that gave none (a record judged before that judge was added)
-UNJUDGED = StoredVerdict()
+UNJUDGED = Verdict(judge="", violates=None)
 
 
 class AttackRecord(BaseModel):
@@ -53,7 +37,8 @@ class AttackRecord(BaseModel):
     target_error: str | None = None
     #: an answer cut at aart's bound (see aart.llm.types.answer_limit)
     truncated: bool | None = None
-    verdicts: dict[str, StoredVerdict] | None = None
+    #: every judge's verdict (``judges.Verdict``, validated), by judge name
+    verdicts: dict[str, Verdict] | None = None
     #: PAIR's rounds, Crescendo's turns
     chain: list[dict[str, Any]] | None = None
     transcript: list[dict[str, Any]] | None = None
@@ -72,7 +57,7 @@ class AttackRecord(BaseModel):
     def answered(self) -> bool:
         return self.verdicts is not None
 
-    def verdict(self, judge: str) -> StoredVerdict:
+    def verdict(self, judge: str) -> Verdict:
         return (self.verdicts or {}).get(judge) or UNJUDGED
 
     def outcome_key(self) -> str:

@@ -34,7 +34,7 @@ from ..runner import run_jobs
 from ..store.db import RunDB
 from ..store.lock import OutputLock
 from . import stats
-from .execute import Executor, verdicts_as_dicts
+from .execute import Executor
 from .findings import Findings
 from .gate import gate_report
 from .jobs import STAGE, attack_records, job_id
@@ -279,8 +279,8 @@ class AttackSession:
         jid, rec = job
         result: dict[str, Any] = {**rec, "target": self.target_name}
         try:
-            done = await self.executor.run(jid, rec, parse_strategy(rec["strategy"]))
-            result.update(verdicts_as_dicts(done))  # run.db keeps plain records
+            # verdicts stay Verdict objects until the record is stored (below)
+            result.update(await self.executor.run(jid, rec, parse_strategy(rec["strategy"])))
         except ProviderError as e:
             if not isinstance(e, TargetError) and (
                 isinstance(e, EndpointDown) or is_retryable(e.status) or e.status is None
@@ -297,7 +297,7 @@ class AttackSession:
             # whatever this prompt's answer broke (a bug in aart included) fails this job
             # with the reason, never the attack
             raise ProviderError(f"unexpected {type(e).__name__}: {str(e)[:200]}") from e
-        try:  # checked against the record's type before it is stored (its fields, as given)
+        try:  # the record's type checks it and gives run.db's plain line (its fields, as given)
             stored = AttackRecord.read(result).dump()
         except ValidationError as e:  # this job fails with the reason, never the attack
             raise ProviderError(f"unusable result: {str(e)[:200]}") from None
