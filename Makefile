@@ -21,7 +21,7 @@ GARAK_DIR := $(HOME)/.cache/aart-build/garak-$(GARAK_VERSION)
 PROMPTFOO_VERSION := 0.121.20
 PROMPTFOO_DIR := $(HOME)/.cache/aart-build/promptfoo-$(PROMPTFOO_VERSION)
 
-.PHONY: demo test install interop-tools lint bench clean
+.PHONY: demo test install interop-tools lint bench docs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,11 @@ lint: install
 
 bench: install
 	$(PY) bench/run_all.py
+
+# The generated reference pages (docs/cli.md, docs/recipe-reference.md, docs/run-db.md);
+# tests/test_docs.py fails when one is stale.
+docs: install
+	$(PY) tools/gen_docs.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -17,7 +17,8 @@ import time
 import urllib.request
 
 from aart.llm import GenerateConfig, Message, ModelOptions, get_model
-from aart.llm.ray_executor import RayExecutor
+from aart.llm.transport.direct import DIRECT
+from aart.llm.transport.ray import RayExecutor
 
 
 def free_port() -> int:
@@ -29,7 +30,7 @@ def free_port() -> int:
 async def run_calls(base_url: str, n: int, executor: RayExecutor | None) -> float:
     options = ModelOptions(base_url=base_url, concurrency=64, adaptive=False, timeout=60)
     model = get_model("openai/fake", options)
-    model.remote = executor
+    model.transport = executor or DIRECT
     start = time.perf_counter()
     try:
         outs = await asyncio.gather(

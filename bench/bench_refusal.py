@@ -183,11 +183,13 @@ def judge_at(commit: str) -> Callable[[str], str] | None:
         sub = types.ModuleType(f"{tag}_sentences")
         sys.modules[sub.__name__] = sub  # dataclasses look their module up there
         helpers = helpers.replace("from .textsim", "from aart.textsim")
+        helpers = helpers.replace("from .text.", "from aart.text.")  # after textsim moved
         exec(compile(helpers, f"{commit}:refusal_sentences", "exec"), sub.__dict__)  # our history
         code = code.replace("from .refusal_sentences", f"from {sub.__name__}")
     mod = types.ModuleType(tag)
     sys.modules[tag] = mod
     code = code.replace("from .textsim", "from aart.textsim")
+    code = code.replace("from .text.", "from aart.text.")  # after textsim moved to text/
     exec(compile(code, f"{commit}:refusal", "exec"), mod.__dict__)  # our own history, not data
     return mod.reply_status
 

@@ -1,5 +1,5 @@
-"""The README's screenshots of `aart review`, taken by the browser the tests use (Debian's
-chromium through Playwright): `python docs/screenshots.py` writes docs/review-*.png."""
+"""The screenshots of `aart review` in docs/review.md, taken by the browser the tests use
+(Debian's chromium through Playwright): `python docs/screenshots.py` writes docs/review-*.png."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ dimensions:
       instruction: List world regions.
       count: 4
 scope:
-  strategy: per-value
+  mix: per-value
   primary: concepts
   attempts_per_value: 2
   sample: {formats: 2, regions: 2}

@@ -305,3 +305,36 @@ def test_import_reports_foreign_and_malformed_lines_and_refuses_negative_tokens(
         assert len(failed) == 2 and "prompt_tokens is '-5'" in failed[0]["reason"]
         assert "is not an HTTP status" in failed[1]["reason"]
         assert all(c[1] >= 0 and c[2] >= 0 for c in calls(out))  # nothing negative was paid
+
+
+def test_an_answer_for_a_model_the_command_does_not_use_is_not_paid_at_no_price(tmp_path, caplog):
+    with FakeOpenAIServer() as server:
+        recipe = batch_recipe(tmp_path, server)
+        out = tmp_path / "files"
+        aart.define(recipe, out)
+        aart.scope(out)
+        path = aart.batch_export(out).exported[0][0]
+        results = path.with_name("results-" + path.name)
+        vllm_run_batch(server.base_url, path, results)
+        # imported by a command generating with another model: openai/fake's answers would
+        # be paid at a price this command does not know (nothing), so they are not taken
+        with caplog.at_level("WARNING", logger="aart"):
+            result = aart.batch_export(out, import_from=results, model="openai/other")
+        notes = [r.getMessage() for r in caplog.records]
+        assert any("an answer for openai/fake, which this command does not use" in n for n in notes)
+        assert result.imported == (0, len(results.read_text().splitlines()))
+        assert calls(out) == []
+
+
+def test_a_batch_whose_format_is_rejected_asks_again_in_the_next_mode(tmp_path):
+    with FakeOpenAIServer() as server:
+        server.reject_formats = {"json_schema"}
+        recipe = batch_recipe(tmp_path, server)
+        aart.run(recipe, out=tmp_path / "online")
+        aart.run(recipe, out=tmp_path / "batched", batch=FAST)
+        assert prompts(tmp_path / "batched") == prompts(tmp_path / "online")
+        formats = [(r.get("response_format") or {}).get("type") for r in server.batch_requests]
+        # the first batch asked with json_schema and was refused; the next ones fell back
+        assert formats[0] == "json_schema" and "json_object" in formats
+        rejected = [f for f in formats if f == "json_schema"]
+        assert 0 < len(rejected) < len(formats)

@@ -11,12 +11,13 @@ from conftest import MINI_RECIPE, assert_accounted, write_recipe
 import aart
 from aart.errors import RecipeError
 from aart.evaluate import evaluate
+from aart.ids import generation_seed as job_seed
 from aart.llm import register_script
 from aart.llm.providers.fake import WORDS, cell_contexts
 from aart.recipe import load_recipe
 from aart.steps.define import REPHRASED_SYSTEM, near_duplicate
-from aart.steps.generate import job_seed
 from aart.steps.prompting import output_schema, render_messages
+from aart.types import Attempt
 
 EXPLICIT_REGIONS = (
     "    enumerate:\n      instruction: List world regions.\n      count: 4",
@@ -223,20 +224,22 @@ def test_a_dimension_with_no_values_stops_with_a_clear_error(tmp_path):
 
 def test_identical_attempts_get_distinct_seeds(tmp_path):
     recipe = load_recipe(write_recipe(tmp_path, explicit())).recipe
-    attempt = {
-        "id": "a00001-x",
-        "cells": [{"concepts": "rule breaking", "formats": "poem", "regions": "north"}],
-        "values": {"concepts": ["rule breaking"], "formats": ["poem"], "regions": ["north"]},
-        "queries": 1,
-    }
-    twin = {**attempt, "id": "a00002-y"}
+    attempt = Attempt(
+        **{
+            "id": "a00001-x",
+            "cells": [{"concepts": "rule breaking", "formats": "poem", "regions": "north"}],
+            "values": {"concepts": ["rule breaking"], "formats": ["poem"], "regions": ["north"]},
+            "queries": 1,
+        }
+    )
+    twin = attempt.model_copy(update={"id": "a00002-y"})
     assert render_messages(recipe, attempt) == render_messages(recipe, twin)
-    from aart.steps.generate import job_id
+    from aart.ids import job_id
 
     slots_a, slots_b = [("a00001-x", 0)], [("a00002-y", 0)]
-    ja, jb = job_id(slots_a, attempt["cells"], 0), job_id(slots_b, twin["cells"], 0)
+    ja, jb = job_id(slots_a, attempt.cells, 0), job_id(slots_b, twin.cells, 0)
     assert job_seed(0, ja) != job_seed(0, jb)
-    assert job_seed(0, ja) != job_seed(0, job_id(slots_a, attempt["cells"], 1))
+    assert job_seed(0, ja) != job_seed(0, job_id(slots_a, attempt.cells, 1))
 
 
 def test_identical_attempts_send_distinct_requests(tmp_path):
@@ -266,12 +269,9 @@ def test_reasoning_depth_sets_the_fields(tmp_path):
     ]:
         text = base.replace("  min_words: 2", f"  min_words: 2\n  reasoning: {depth}")
         recipe = load_recipe(write_recipe(tmp_path, text, f"{depth}.yaml")).recipe
-        attempt = {
-            "id": "a1",
-            "cells": [{"concepts": "rule breaking", "formats": "poem", "regions": "north"}],
-            "values": {"concepts": ["rule breaking"], "formats": ["poem"], "regions": ["north"]},
-            "queries": 1,
-        }
+        attempt = Attempt.of(
+            "a1", [{"concepts": "rule breaking", "formats": "poem", "regions": "north"}]
+        )
         schema = output_schema(recipe, attempt)
         assert list(schema["properties"]["queries"]["items"]["properties"]) == fields
         user = render_messages(recipe, attempt)[1].content
@@ -294,12 +294,9 @@ EXAMPLES = """\
 def test_examples_are_rendered_and_checked(tmp_path):
     text = explicit().replace("  min_words: 2", "  min_words: 2\n" + EXAMPLES)
     recipe = load_recipe(write_recipe(tmp_path, text)).recipe
-    attempt = {
-        "id": "a1",
-        "cells": [{"concepts": "privacy leaks", "formats": "email", "regions": "south"}],
-        "values": {"concepts": ["privacy leaks"], "formats": ["email"], "regions": ["south"]},
-        "queries": 1,
-    }
+    attempt = Attempt.of(
+        "a1", [{"concepts": "privacy leaks", "formats": "email", "regions": "south"}]
+    )
     user = render_messages(recipe, attempt)[1].content
     assert "Cell: concepts: rule breaking; formats: poem; regions: north" in user
     assert '"prompt": "Write a poem that praises skipping the queue at the north harbor."' in user
@@ -340,12 +337,9 @@ def test_cell_template_phrases_each_cell(tmp_path):
         '  min_words: 2\n  cell_template: "a {{ cell.formats }} on {{ cell.concepts }} ({{ cell.regions }})"',
     )
     recipe = load_recipe(write_recipe(tmp_path, text)).recipe
-    attempt = {
-        "id": "a1",
-        "cells": [{"concepts": "privacy leaks", "formats": "email", "regions": "south"}],
-        "values": {"concepts": ["privacy leaks"], "formats": ["email"], "regions": ["south"]},
-        "queries": 1,
-    }
+    attempt = Attempt.of(
+        "a1", [{"concepts": "privacy leaks", "formats": "email", "regions": "south"}]
+    )
     assert (
         "Query 1: a email on privacy leaks (south)" in render_messages(recipe, attempt)[1].content
     )
@@ -447,3 +441,14 @@ def test_raising_the_budget_and_rerunning_continues_the_run(tmp_path):
     recipe.write_text(text.replace("queries_per_attempt: 3", "queries_per_attempt: 2"))
     with pytest.raises(UsageError, match="different recipe"):
         aart.run(recipe, out=out)
+
+
+def test_the_one_seed_module_keeps_every_value_bit_for_bit():
+    """A seed is part of each call's cache key: the values from before aart.ids (the formulas of
+    steps/generate.py and redteam/execute.py), so cached calls still hit."""
+    from aart.ids import attack_seed, generation_seed, job_id
+
+    job = job_id([("a00001-x", 0)], [{"concepts": "rule breaking"}], 2)
+    assert job == "a00001-x:r2:e2fafa27f0"
+    assert (generation_seed(0, job), generation_seed(7, job)) == (360077934, 360077941)
+    assert (attack_seed(job), attack_seed(job, 3)) == (1514904834, 1138787835)

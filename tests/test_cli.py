@@ -47,7 +47,7 @@ def test_help_on_every_command(command):
 
 
 def test_bad_recipe_is_a_usage_error_without_traceback(tmp_path):
-    path = write_recipe(tmp_path, MINI_RECIPE.replace("strategy: per-value", "strategy: per-valu"))
+    path = write_recipe(tmp_path, MINI_RECIPE.replace("mix: per-value", "mix: per-valu"))
     r = aart("run", path, "--out", tmp_path / "run")
     assert r.returncode == 2
     assert "recipe.yaml:" in r.stderr and "Traceback" not in r.stderr

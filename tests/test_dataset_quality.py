@@ -296,6 +296,7 @@ def test_each_call_shows_a_few_examples_drawn_for_it():
     without it every example is shown."""
     from aart.recipe import load_recipe
     from aart.steps.prompting import call_examples, render_messages
+    from aart.types import Attempt
 
     full = load_recipe("aart-demo").recipe
     assert len(full.generate.examples) == 6
@@ -308,11 +309,11 @@ def test_each_call_shows_a_few_examples_drawn_for_it():
     ]
     seen = set()
     for i in range(6):
-        attempt = {"id": f"a{i}", "cells": cells[i:] + cells[:i], "queries": 6, "values": {}}
+        attempt = Attempt(id=f"a{i}", cells=cells[i:] + cells[:i], queries=6, values={})
         shown = call_examples(r, attempt)
         assert len(shown) == 3 and shown == call_examples(r, attempt)  # seeded by the call
         seen |= {ex["prompt"] for ex in shown}
         user = render_messages(r, attempt)[-1].content
         assert all(ex["prompt"] in user for ex in shown)
     assert len(seen) > 3
-    assert len(call_examples(full, {"cells": cells})) == 6
+    assert len(call_examples(full, Attempt.of("a", cells))) == 6

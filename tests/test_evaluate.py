@@ -449,10 +449,10 @@ def test_a_file_read_in_chunks_measures_as_one_read_whole(tmp_path, monkeypatch)
     from aart.data import load as data
 
     parquet, jsonl = _released_sample(tmp_path)
-    whole = evaluate(parquet, embeddings=False)["datasets"][0]
+    whole = evaluate(parquet, embeddings=False).datasets[0].as_dict()
     monkeypatch.setattr(data, "CHUNK", 7)
     for path in (parquet, jsonl):
-        chunked = evaluate(path, embeddings=False)["datasets"][0]
+        chunked = evaluate(path, embeddings=False).datasets[0].as_dict()
         assert_close(chunked, {**whole, "name": chunked["name"]})
 
 
@@ -530,3 +530,131 @@ def test_an_unknown_embedder_is_a_usage_error(tmp_path):
     path.write_text(json.dumps({"prompt": "write a poem"}) + "\n")
     with pytest.raises(aart.AartError, match="unknown embedder 'bert'; use one of: minilm"):
         evaluate(path, embedder="bert")
+
+
+#: evaluation.json's keys, in order, down to each dataset's measures (list items as "[]"):
+#: the file's format, which the typed Evaluation must write unchanged
+EVALUATION_JSON_KEYS = [
+    "reference",
+    "reference.name",
+    "reference.self_bleu",
+    "reference.restated_cell_share",
+    "reference.nn_similarity",
+    "reference.nn_similarity.10",
+    "reference.nn_similarity.20",
+    "reference.nn_similarity.35",
+    "reference.nn_similarity.50",
+    "diversity_gaps",
+    "diversity_gaps[].dataset",
+    "diversity_gaps[].measure",
+    "diversity_gaps[].value",
+    "diversity_gaps[].reference",
+    "diversity_gaps[].text",
+    "values_from",
+    "value_lists",
+    "value_lists.concepts",
+    "value_lists.formats",
+    "datasets",
+    "datasets[].name",
+    "datasets[].prompts",
+    "datasets[].tokens_per_prompt",
+    "datasets[].coverage",
+    "datasets[].annotations",
+    "datasets[].agreement",
+    "datasets[].coverage_by_language",
+    "datasets[].length",
+    "datasets[].diversity",
+    "datasets[].diversity.distinct_1",
+    "datasets[].diversity.distinct_2",
+    "datasets[].diversity.distinct_3",
+    "datasets[].diversity.self_bleu",
+    "datasets[].diversity.lexical_diversity",
+    "datasets[].diversity.vendi_lexical",
+    "datasets[].diversity.exact_duplicate_rate",
+    "datasets[].diversity.near_duplicate_rate",
+    "datasets[].diversity.nn_similarity",
+    "datasets[].diversity.nn_group",
+    "datasets[].diversity.embedding_diversity",
+    "datasets[].vocabulary",
+    "datasets[].restated_cell_share",
+    "datasets[].restated_checked",
+    "datasets[].notes",
+    "datasets[].topics",
+    "datasets[].topics.method",
+    "datasets[].topics.topics_from",
+    "datasets[].topics.topics",
+    "datasets[].topics.labelled",
+    "datasets[].topics.population",
+    "datasets[].topics.counts",
+    "datasets[].topics.shares",
+    "datasets[].topics.entropy",
+    "datasets[].topics.effective_topics",
+    "datasets[].topics.max_entropy",
+    "datasets[].topics.other_share",
+    "datasets[].topics.topics_used",
+    "datasets[].topics.never_labelled",
+    "datasets[].topics.labelled_share",
+    "datasets[].topics.threshold",
+    "table",
+    "table.header",
+    "table.rows",
+    "embeddings",
+    "human_review",
+]
+
+
+def _key_paths(x, prefix=""):
+    out = []
+    if isinstance(x, dict):
+        for k, v in x.items():
+            path = f"{prefix}.{k}" if prefix else k
+            out += [path, *_key_paths(v, path)]
+    elif isinstance(x, list):
+        for v in x:
+            out += [p for p in _key_paths(v, prefix + "[]") if p not in out]
+    return out
+
+
+def test_evaluation_json_keeps_its_keys(tmp_path):
+    rows = [
+        {
+            "id": f"r{i}",
+            "prompt": f"Write a {f} about {c} in the {r} region, item {i}",
+            "cell": {"concepts": c, "formats": f},
+            "annotations": {"formats": f},
+        }
+        for i, (c, f, r) in enumerate(
+            [
+                ("rule breaking", "poem", "north"),
+                ("privacy leaks", "email", "south"),
+                ("rule breaking", "email", "east"),
+                ("privacy leaks", "poem", "west"),
+            ]
+        )
+    ]
+    path = tmp_path / "dataset.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ev = evaluate(path, embeddings=False, topics="lexical")
+    written = json.loads(write_evaluation_report(ev, tmp_path / "evaluation")["json"].read_text())
+    measures = ("datasets[].diversity.", "datasets[].topics.", "reference.")
+    keys = [
+        p
+        for p in _key_paths(written)
+        if p.count(".") <= 1 or (p.count(".") == 2 and p.startswith(measures))
+    ]
+    assert keys == EVALUATION_JSON_KEYS
+
+
+def test_a_malformed_dataset_record_is_refused_with_its_line(tmp_path):
+    from aart.data.load import iter_records
+    from aart.errors import UsageError
+
+    path = tmp_path / "dataset.jsonl"
+    good = {"id": "r0", "prompt": "a mild prompt", "cell": {"formats": "email"}}
+    bad = {"id": "r1", "prompt": "another mild prompt", "cell": "email"}
+    path.write_text(json.dumps(good) + "\n\n" + json.dumps(bad) + "\n")
+    records = iter_records(path)
+    assert next(records).cell == {"formats": "email"}
+    with pytest.raises(UsageError) as e:
+        next(records)
+    assert str(e.value) == (f"{path}:3: `cell` is a string, not an object; fix the record")

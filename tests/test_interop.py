@@ -275,7 +275,7 @@ def test_hf_card_of_a_run_has_recipe_axes_and_coverage(tmp_path: Path, mini_reci
     from aart.evaluate import evaluate
 
     ev = evaluate(run / "dataset.jsonl", run=str(run), embeddings=False)
-    (run / "evaluation.json").write_text(json.dumps(ev, default=str))
+    (run / "evaluation.json").write_text(json.dumps(ev.as_dict(), default=str))
     out = tmp_path / "hf"
     export_dataset(run, "hf", out)
     card = (out / "README.md").read_text(encoding="utf-8")

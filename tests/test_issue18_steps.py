@@ -490,10 +490,10 @@ def test_batch_export_of_a_run_of_another_model_names_model(tmp_path):
     assert "--batch" not in line
 
 
-# -- item 25: per-value's settings under another strategy are a located recipe error ----------
-@pytest.mark.parametrize("strategy", ["balanced", "pairwise"])
-def test_primary_under_another_strategy_is_a_located_recipe_error(tmp_path, strategy):
-    text = MINI_RECIPE.replace("strategy: per-value", f"strategy: {strategy}").replace(
+# -- item 25: per-value's settings under another mix are a located recipe error ----------
+@pytest.mark.parametrize("mix", ["balanced", "pairwise"])
+def test_primary_under_another_mix_is_a_located_recipe_error(tmp_path, mix):
+    text = MINI_RECIPE.replace("mix: per-value", f"mix: {mix}").replace(
         "  sample: {formats: 2, regions: 2}\n", ""
     )
     recipe = write_recipe(tmp_path, text)
@@ -501,8 +501,8 @@ def test_primary_under_another_strategy_is_a_located_recipe_error(tmp_path, stra
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     line = next(n for n, t in enumerate(text.splitlines(), 1) if t.startswith("  primary:"))
     assert f"{recipe}:{line}" in r.stderr
-    assert "`primary` applies to the per-value strategy only" in r.stderr
-    assert "remove scope.primary, or use strategy: per-value" in r.stderr
+    assert "`primary` applies to the per-value mix only" in r.stderr
+    assert "remove scope.primary, or use mix: per-value" in r.stderr
     # without primary (and per-value's count) the recipe loads
     text = text.replace("  primary: concepts\n", "").replace("  attempts_per_value: 2\n", "")
     assert cli("run", write_recipe(tmp_path, text), "--dry-run").returncode == 0

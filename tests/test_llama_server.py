@@ -33,7 +33,7 @@ dimensions:
     description: task formats
     values: [poem, email]
 scope:
-  strategy: balanced
+  mix: balanced
   queries_per_attempt: 2
 generate:
   template: |

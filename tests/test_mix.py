@@ -1,4 +1,4 @@
-"""Guarantees of the data-mix strategies, as properties over cells (one per query)."""
+"""Guarantees of the data mixes (`scope.mix`), as properties over cells (one per query)."""
 
 from collections import Counter
 from itertools import combinations
@@ -137,8 +137,32 @@ def test_weights_shift_the_mix():
 def test_edited_attempts_are_normalized():
     cells = [{"a": "x", "b": "p"}, {"a": "y", "b": "q"}]
     fewer = normalize_attempt({"id": "a1", "cells": cells, "queries": 1}, 5)
-    assert fewer["cells"] == cells[:1] and fewer["values"] == {"a": ["x"], "b": ["p"]}
+    assert fewer.cells == cells[:1] and fewer.values == {"a": ["x"], "b": ["p"]}
     more = normalize_attempt({"id": "a1", "cells": cells, "queries": 3}, 5)
-    assert more["cells"] == [*cells, cells[0]] and more["queries"] == 3
+    assert more.cells == [*cells, cells[0]] and more.queries == 3
     dealt = normalize_attempt({"id": "a1", "values": {"a": ["x", "y"], "b": ["p"]}}, 3)
-    assert dealt["cells"] == [{"a": "x", "b": "p"}, {"a": "y", "b": "p"}, {"a": "x", "b": "p"}]
+    assert dealt.cells == [{"a": "x", "b": "p"}, {"a": "y", "b": "p"}, {"a": "x", "b": "p"}]
+
+
+def test_a_malformed_attempt_says_which_field(tmp_path):
+    """Attempt.from_line validates a hand-edited line: one line naming the field."""
+    import pytest
+
+    from aart.types import Attempt
+
+    with pytest.raises(ValueError, match=r"^`cells.1.b` is a list, not a string$"):
+        Attempt.from_line({"id": "a1", "cells": [{"b": "p"}, {"b": ["p", "q"]}]}, 2)
+    with pytest.raises(ValueError, match=r"^`queries` must be at least 1"):
+        Attempt.from_line({"id": "a1", "cells": [{"b": "p"}], "queries": 0}, 2)
+    with pytest.raises(ValueError, match="needs an `id`"):
+        Attempt.from_line({"cells": [{"b": "p"}]}, 2)
+    with pytest.raises(ValueError, match="needs `cells`"):
+        Attempt.from_line({"id": "a1"}, 2)
+    kept = Attempt.from_line({"id": "a1", "cells": [{"b": "p"}], "note": "mine"}, 2)
+    assert kept.to_line() == {
+        "id": "a1",
+        "cells": [{"b": "p"}],
+        "values": {"b": ["p"]},
+        "queries": 1,
+        "note": "mine",
+    }

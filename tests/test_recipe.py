@@ -120,3 +120,52 @@ def test_a_template_of_ordinary_size_still_renders(tmp_path):
     )
     loaded = load_recipe(write_recipe(tmp_path, text))
     assert loaded.recipe.generate.template.startswith("{{ '-' * 40 }}")
+
+
+# -- issue 20 item 5: the data mix is `scope.mix`; "strategy" is for attacks only -------------
+@pytest.fixture
+def fresh_notes(monkeypatch):
+    from aart.recipe import loader
+
+    monkeypatch.setattr(loader, "_noted", set())
+
+
+def test_the_old_scope_strategy_key_loads_as_mix_with_one_located_note(
+    tmp_path, capsys, fresh_notes
+):
+    text = MINI_RECIPE.replace("  mix: per-value", "  strategy: per-value")
+    path = write_recipe(tmp_path, text)
+    old = load_recipe(path)
+    assert old.recipe.scope.mix == "per-value"
+    note = capsys.readouterr().err
+    line = line_of(text, "strategy: per-value")
+    assert note == (
+        f"{path}:{line}:3: note: scope.strategy is now scope.mix (the old name still works); "
+        "rename it to `mix:`\n"
+    )
+    load_recipe(path)  # once per process: the run loads its frozen copy too
+    assert capsys.readouterr().err == ""
+    # the same recipe as with the new name: a run started before the rename resumes
+    assert old.hash == load_recipe(write_recipe(tmp_path, MINI_RECIPE, "new.yaml")).hash
+
+
+def test_the_hash_of_a_recipe_did_not_change_with_the_rename():
+    """recipe_hash is in every run's summary and decides resume: the value before the rename."""
+    assert load_recipe("aart-demo").hash == "95c08eb4dcc0a6f1"
+
+
+def test_the_old_key_in_a_size_is_renamed_too(tmp_path, fresh_notes, capsys):
+    text = MINI_RECIPE + "sizes:\n  wide:\n    scope:\n      strategy: balanced\n"
+    text = text.replace("  primary: concepts\n  attempts_per_value: 2\n", "")
+    text = text.replace("  sample: {formats: 2, regions: 2}\n", "")
+    text = text.replace("  mix: per-value\n", "  mix: pairwise\n")
+    loaded = load_recipe(write_recipe(tmp_path, text), size="wide")
+    assert loaded.recipe.scope.mix == "balanced"
+    assert "scope.strategy is now scope.mix" in capsys.readouterr().err
+
+
+def test_both_the_old_and_the_new_key_is_a_located_error(tmp_path, fresh_notes):
+    text = MINI_RECIPE.replace("  mix: per-value", "  mix: per-value\n  strategy: balanced")
+    e = err(tmp_path, text)
+    assert e.line == line_of(text, "strategy: balanced")
+    assert "`strategy` is the old name of `mix`" in str(e) and "keep only `mix:`" in str(e)

@@ -41,7 +41,7 @@ def test_sigkill_then_resume(tmp_path):
 
         db = sqlite3.connect(out / "run.db")
         done = db.execute("SELECT COUNT(*) FROM jobs WHERE status='done'").fetchone()[0]
-        records = db.execute("SELECT COUNT(*) FROM records WHERE stage='generate'").fetchone()[0]
+        records = db.execute("SELECT COUNT(*) FROM records WHERE kind='prompt'").fetchone()[0]
         done_ids = {r[0] for r in db.execute("SELECT id FROM jobs WHERE status='done'")}
         db.close()
         assert records == 3 * done  # a job's records land with its status, or not at all

@@ -97,13 +97,13 @@ def test_review_a_dataset_with_the_keyboard(browser, run):
         assert "dataset.reviewed.jsonl" in page.content()
         page.close()
     labels = {x["record_id"]: x for x in review.record_labels()}
-    first_id = review.records[0]["id"]
+    first_id = review.records[0].id
     assert labels[first_id]["good"] is True and labels[first_id]["reviewer"] == "ana"
-    second = labels[review.records[1]["id"]]
+    second = labels[review.records[1].id]
     assert second["exclude"] and second["edit"] == "an edited mild prompt"
     paths = review.export()
     kept = [json.loads(x) for x in paths["dataset"].read_text().splitlines()]
-    assert len(kept) == 17 and review.records[1]["id"] not in {r["id"] for r in kept}
+    assert len(kept) == 17 and review.records[1].id not in {r["id"] for r in kept}
     assert "labels" in paths and paths["labels"].read_text().count("\n") >= 3
     review.close()
 
@@ -181,7 +181,7 @@ def test_two_reviewers_agreement_and_the_evaluate_section(browser, run):
     for who, goods in (("ana", [True, True, False, True]), ("ben", [True, False, False, True])):
         review = open_review(run, reviewer=who)
         for r, good in zip(review.records, goods, strict=False):
-            review.label_record(r["id"], {"good": good, "dims": {"concepts": True}})
+            review.label_record(r.id, {"good": good, "dims": {"concepts": True}})
         review.close()
     review = open_review(run)
     figures = review.dataset_figures()
@@ -205,7 +205,7 @@ def test_two_reviewers_agreement_and_the_evaluate_section(browser, run):
 
 def test_a_stratified_sample_spreads_over_the_axis(run):
     review = open_review(run, sample=6, stratify_by="concepts")
-    concepts = [r["cell"]["concepts"] for r in review.records]
+    concepts = [r.cell["concepts"] for r in review.records]
     review.close()
     assert len(concepts) == 6 and all(concepts.count(c) == 2 for c in set(concepts))
 

@@ -33,7 +33,7 @@ def test_a_dataset_without_ids_keeps_its_exclusions_and_edits(tmp_path):
     """Issue 18.10: without an `id` column the export matched no label."""
     dataset = write_rows(tmp_path / "d.jsonl", mild_rows(ids=False))
     review = open_review(dataset, reviewer="ana")
-    first, second = review.records[1]["id"], review.records[2]["id"]
+    first, second = review.records[1].id, review.records[2].id
     assert first.startswith("h") and first != second
     review.label_record(first, {"exclude": True})
     review.label_record(second, {"edit": "an edited mild prompt"})
@@ -48,12 +48,12 @@ def test_a_dataset_without_ids_keeps_its_exclusions_and_edits(tmp_path):
 def test_ids_stay_with_their_prompt_when_rows_move(tmp_path):
     rows = mild_rows(ids=False)
     review = open_review(write_rows(tmp_path / "d.jsonl", rows), reviewer="ana")
-    review.label_record(review.records[2]["id"], {"good": False})
+    review.label_record(review.records[2].id, {"good": False})
     review.close()
     # the same file with its first row gone: the label stays with its prompt
     review = open_review(write_rows(tmp_path / "d.jsonl", rows[1:]), reviewer="ana")
     labels = review.mine("record")
-    assert [r["prompt"] for r in review.records if r["id"] in labels] == [rows[2]["prompt"]]
+    assert [r.prompt for r in review.records if r.id in labels] == [rows[2]["prompt"]]
     review.close()
 
 
@@ -63,7 +63,7 @@ def test_position_keyed_labels_of_earlier_versions_are_resolved(tmp_path):
     db.add_label("record", "p000001", "ana", {"exclude": True})
     db.close()
     review = open_review(dataset, reviewer="ana")
-    assert list(review.mine("record")) == [review.records[1]["id"]]
+    assert list(review.mine("record")) == [review.records[1].id]
     assert len(exported(review)) == 3
     review.close()
 
@@ -194,3 +194,34 @@ def test_labels_csv_has_plain_values_and_iso_times(tmp_path):
     assert row["note"] == "'=a mild note"  # a formula stays text
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", row["created_at"]), row
     assert "form" not in row and "dims" not in row
+
+
+def test_a_record_with_a_malformed_cell_is_refused_with_its_place(tmp_path):
+    """A record's nested objects are validated where the review reads them: a cell value
+    that is a list is a one-line error naming the file and the record, not a traceback."""
+    import pytest
+
+    from aart.errors import UsageError
+
+    rows = mild_rows(3)
+    rows[2]["cell"] = {"concepts": ["c0", "c1"]}
+    dataset = write_rows(tmp_path / "d.jsonl", rows)
+    with pytest.raises(UsageError) as e:
+        open_review(dataset, reviewer="ana")
+    said = str(e.value)
+    assert said.startswith(f"{dataset}: record 3: `cell.concepts` is a list, not a string")
+    assert said.endswith("fix the record") and "\n" not in said
+
+
+def test_review_records_are_typed(tmp_path):
+    rows = mild_rows(2)
+    rows[0]["provenance"] = {"model": "fake/test", "round": 1, "job_id": "j", "seed": 3}
+    rows[0]["why_prompt_harmful"] = "a mild reason"
+    review = open_review(write_rows(tmp_path / "d.jsonl", rows), reviewer="ana")
+    first, second = review.records
+    assert first.cell == {"concepts": "c0"} and first.reasoning == {
+        "why_prompt_harmful": "a mild reason"
+    }
+    assert first.provenance_shown() == {"model": "fake/test", "round": 1, "job_id": "j"}
+    assert second.provenance_shown() == {}  # a record without provenance shows none
+    review.close()

@@ -264,8 +264,8 @@ def test_refusals_invalid_items_and_duplicates_are_topped_up(tmp_path):
         )
     )
     text = text.replace(
-        "  strategy: per-value\n  primary: concepts",
-        "  strategy: per-value\n  primary: concepts\n  filters: {concepts: {keep: [rule breaking, unsafe advice, privacy leaks]}}",
+        "  mix: per-value\n  primary: concepts",
+        "  mix: per-value\n  primary: concepts\n  filters: {concepts: {keep: [rule breaking, unsafe advice, privacy leaks]}}",
     )
     result = aart.run(write_recipe(tmp_path, text), out=tmp_path / "run")
     s = result.stats

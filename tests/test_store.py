@@ -5,6 +5,9 @@ import pyarrow.parquet as pq
 
 from aart.data.export import read_jsonl, write_csv, write_jsonl, write_parquet
 from aart.store.db import MIGRATIONS, RunDB
+from aart.types import RecordKind
+
+PROMPT, INVALID = RecordKind.PROMPT, RecordKind.INVALID
 
 
 def test_migrations_are_versioned(tmp_path):
@@ -13,6 +16,39 @@ def test_migrations_are_versioned(tmp_path):
     assert db.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     db.close()
     RunDB(tmp_path / "run.db").close()  # reopening does not re-run migrations
+
+
+def test_record_kinds_of_an_older_run_db_move_to_their_own_column(tmp_path):
+    """Before migration 6 a record's kind was a suffix of its stage ("generate.refused");
+    an older run.db opens with the suffix as the kind and the job's stage as the stage."""
+    import sqlite3
+
+    old = sqlite3.connect(tmp_path / "run.db", isolation_level=None)
+    for step in MIGRATIONS[:5]:
+        old.executescript(step)
+    old.execute("PRAGMA user_version=5")
+    rows = [
+        ("g:0", "generate", {"prompt": "kept"}),
+        ("g:1", "generate.refused", {"reason": "refusal"}),
+        ("g:2", "generate.alike", {"prompt": "alike"}),
+        ("a:0", "attack", {"index": 0}),
+    ]
+    for rid, stage, data in rows:
+        old.execute(
+            "INSERT INTO records VALUES (?,?,?,?,0)", (rid, stage, rid[0], json.dumps(data))
+        )
+    old.close()
+    db = RunDB(tmp_path / "run.db", lock=False)
+    assert list(db.records(RecordKind.PROMPT)) == [{"prompt": "kept"}]
+    assert list(db.records(RecordKind.REFUSED)) == [{"reason": "refusal"}]
+    assert list(db.records(RecordKind.ALIKE)) == [{"prompt": "alike"}]
+    assert list(db.records(RecordKind.RESULT)) == [{"index": 0}]
+    stages = dict(db.conn.execute("SELECT id, stage FROM records").fetchall())
+    assert stages == {"g:0": "generate", "g:1": "generate", "g:2": "generate", "a:0": "attack"}
+    # the legacy names still say which kind they meant
+    assert list(db.records("generate.refused")) == [{"reason": "refusal"}]
+    assert list(db.records("attack")) == [{"index": 0}]
+    db.close()
 
 
 def test_jobs_complete_atomically_and_without_duplicates(tmp_path):
@@ -27,10 +63,10 @@ def test_jobs_complete_atomically_and_without_duplicates(tmp_path):
     assert other.others_leasing("s") == 100
     other.drop_leases()
     other.close()
-    db.complete_job("j0", [("j0:0", "s", {"x": 1}), ("j0:1", "s.bad", {"x": 2})])
-    db.complete_job("j0", [("j0:0", "s", {"x": 1})])
-    assert list(db.records("s")) == [{"x": 1}]
-    assert list(db.records("s.bad")) == [{"x": 2}]
+    db.complete_job("j0", [("j0:0", PROMPT, {"x": 1}), ("j0:1", INVALID, {"x": 2})])
+    db.complete_job("j0", [("j0:0", PROMPT, {"x": 1})])
+    assert list(db.records(PROMPT)) == [{"x": 1}]
+    assert list(db.records(INVALID)) == [{"x": 2}]
     assert db.job_counts("s") == {"done": 1, "leased": 99, "pending": 1100}
     db.drop_leases()  # a stopping worker gives its unfinished jobs back
     assert db.job_counts("s") == {"done": 1, "pending": 1199}

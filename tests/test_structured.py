@@ -1,8 +1,8 @@
 import pytest
 
+from aart.llm import looks_like_refusal
 from aart.llm.structured import (
     extract_json_text,
-    looks_like_refusal,
     parse_json,
     schema_errors,
     strip_reasoning,

@@ -15,12 +15,18 @@ AartError                      base; the CLI prints its message, no traceback
     ├── StructuredOutputError  a model never produced valid structured output
     └── ModelFileError         a local model file is missing or corrupted
 
+Signal                         not an error: the work waits for something outside the process
+├── Deferred                   a call's answer comes with a batch (its job stays pending)
+└── Exported                   the requests the jobs need were written for ``vllm run-batch``
+
 Exit codes that are not errors' (the CLI returns them after printing its summary): 3 the
 attack's ``--fail-above`` gate failed, 4 the attack was inconclusive, 5 the dataset is
 incomplete (:data:`INCOMPLETE_EXIT_CODE`).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 #: `aart run` / `aart generate`: fewer than ``--min-fill`` of the blueprint's cells have a
 #: prompt (or the run stopped before the top-ups): an empty or short dataset never exits 0.
@@ -138,3 +144,24 @@ class StructuredOutputError(RuntimeFailure):
 
 class ModelFileError(RuntimeFailure):
     pass
+
+
+class Signal(Exception):  # noqa: N818 - not an error: it tells the job system to wait
+    """Not a failure: the work waits for something that happens outside this process (a
+    batch the server runs, a file ``vllm run-batch`` answers). Never an :class:`AartError`,
+    so no handler of errors swallows it."""
+
+
+class Deferred(Signal):
+    """This call's answer comes with a batch: the job stays pending until it is imported."""
+
+
+class Exported(Signal):
+    """Batch mode with export: the requests the jobs need are written for ``vllm run-batch``;
+    ``files`` is [(path, model, requests)]."""
+
+    def __init__(self, files: list[tuple[Any, str, int]], waiting: int) -> None:
+        self.files = files
+        #: requests exported earlier whose answers were not imported yet
+        self.waiting = waiting
+        super().__init__(f"{sum(n for _, _, n in files)} requests exported")

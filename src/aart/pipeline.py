@@ -12,18 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Unpack
 
-from .errors import BudgetError, UsageError
+from .errors import BudgetError, Exported, UsageError
 from .llm import Model, ModelOptions
-from .llm.batch import BatchSettings
 from .llm.factory import ModelFactory
-from .llm.ray_executor import RaySettings
+from .llm.transport.base import Execution
+from .llm.transport.batch import BatchSettings, batch_of
+from .llm.transport.ray import RaySettings
 from .recipe import load_recipe
 from .redteam import estimate as attack_estimate
 from .redteam.findings import Findings
 from .redteam.session import AttackSession
 from .redteam.spec import AttackArgs, AttackSpec
 from .report.attack import write_attack_report
-from .runner import Exported
 from .steps.baseline import BaselineStats, load_pool, run_baseline
 from .steps.common import preflight, recipe_budget, recipe_prices, run_models
 from .steps.define import define_report, define_run
@@ -217,18 +217,9 @@ def _generate(
             f"{name} would mix two models in one dataset. Leave out --model (or give --model "
             f"{before}) to keep {before}, or pass --mix-models to mix them on purpose"
         )
-    models = run_models(run, use_cache=not no_cache, base_url=base_url)
-    if batch is not None and ray is not None:
-        raise UsageError("--batch and --executor ray do not go together: choose one")
-    if batch is not None:
-        models.batch = batch.queue(run.db, models.budget)
-    if ray is not None:
-        models.remote = ray.start()
-    try:
+    execution = Execution.of(batch, ray)
+    with run_models(run, use_cache=not no_cache, base_url=base_url, execution=execution) as models:
         return _generate_with(run, models, name, model, progress)
-    finally:
-        if models.remote is not None:
-            models.remote.shutdown()
 
 
 def _generate_with(
@@ -238,8 +229,9 @@ def _generate_with(
     verifier: Model | None = None
     if any(d.verify == "llm" for d in run.recipe.dimensions.values()):
         verifier = _stage_model(run, models, "verify", model)
-    if models.batch is not None and m.batch is None:
-        if models.batch.export_to is not None:  # `aart batch export|import`: no --batch there
+    queue = batch_of(models.transport)
+    if queue is not None and m.transport is not queue:
+        if queue.export_to is not None:  # `aart batch export|import`: no --batch there
             raise UsageError(
                 f"`aart batch` writes requests for an OpenAI-compatible model, and {run.root} "
                 f"generates with {name}, which is not one: give --model openai/NAME (NAME as "
@@ -251,7 +243,7 @@ def _generate_with(
             "--model openai/NAME"
         )
     tick = progress(f"generate on {name}", len(run.read_blueprint())) if progress else None
-    stats = asyncio.run(_closing(models, generate_run(run, m, tick, verifier, models.batch)))
+    stats = asyncio.run(_closing(models, generate_run(run, m, tick, verifier, queue)))
     stats.model = name
     return stats
 

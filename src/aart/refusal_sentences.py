@@ -46,14 +46,63 @@ _BAD = (
     r"a violation|discriminatory|hurtful|unsafe)"
 )
 
-#: common refusals in other languages, shared with prompt_is_refusal
+# Verbs of assisting in Spanish, French and German: a decline names what it will not do
+# ("no puedo compartir", "je ne peux pas fournir", "kann ich nicht helfen"), so a user's own
+# "no puedo encontrar mi reserva" or "ich kann meine Buchung nicht finden" is no refusal.
+_ES_ASSIST = (
+    r"(?:ayud\w*|asist\w*|proporcion\w*|facilit\w*|compart\w*|redact\w*|escrib\w*|crear\w*|"
+    r"gener\w*|cumpl\w*|revel\w*|ofrec\w*|particip\w*|respond\w*|dar(?:te|le|les)?|"
+    r"hacer(?:lo|eso|esto)|hacer lo que)"
+)
+_FR_ASSIST = (
+    r"(?:aider|assister|fournir|communiquer|partager|transmettre|rédiger|écrire|créer|générer|"
+    r"répondre|donner|révéler|participer|faire (?:cela|ça|ceci)|le faire|accéder à votre demande)"
+)
+_DE_ASSIST = (
+    r"(?:helfen|unterstützen|weitergeben|herausgeben|geben|bereitstellen|liefern|erstellen|"
+    r"schreiben|verfassen|teilen|tun|machen|beantworten|mitteilen|nennen|ändern|erfüllen|"
+    r"behilflich sein)"
+)
+
+#: common refusals in other languages, shared with prompt_is_refusal (so each names what it
+#: declines, and a first-person user prompt does not match); measured per language by
+#: bench/bench_refusal_languages.py
 NON_ENGLISH = [
-    r"\blo siento\b[^.]{0,40}\bno puedo\b",
-    r"\bno puedo (?:ayudar|proporcionar|hacer|cumplir)",
-    r"\bje (?:suis désolée?|regrette)\b[^.]{0,60}\bne (?:peux|pourrai) pas\b",
-    r"\bje ne (?:peux|pourrai) pas (?:vous |t')?(?:aider|fournir|répondre)",
-    r"\b(?:es tut mir leid|leider)\b[^.]{0,60}\b(?:kann|darf) ich\b",
-    r"\bich kann (?:ihnen |dir |dabei |hierbei )?(?:nicht|keine)\b",
+    # Spanish: "no puedo compartir ...", "no me es posible ayudarte", "no voy a redactar"
+    r"\bno (?:te |le |les |os |lo |la |se )?(?:puedo|podré|podría|podemos|me es posible|es "
+    r"posible para mí|voy a|debo|estoy en condiciones de|estoy autorizad[oa] para) "
+    rf"(?:(?:realmente|lamentablemente|ya|así|en esto|con eso) )?{_ES_ASSIST}\b",
+    r"\bno (?:tengo permitido|se me permite|me está permitido|estoy autorizad[oa] a)\b",
+    r"\bno es algo (?:que|en lo que|con lo que) (?:pueda|puedo|podría)\b",
+    r"\b(?:debo|tengo que) (?:rechazar|declinar|negarme)\b",
+    r"\bme temo que no (?:puedo|podré|es posible)\b",
+    r"\bcomo (?:un )?(?:asistente|modelo)(?: de (?:ia|lenguaje|inteligencia artificial))?\b"
+    r"[^.]{0,40}\bno (?:puedo|debo)\b",
+    r"\b(?:en contra de|va contra|violaría|contrari[oa] a) (?:nuestras?|mis?|las?|tus?) "
+    r"(?:política|políticas|directrices|normas|pautas)\b",
+    # French: "je ne peux pas fournir", "je ne rédigerai pas", "il ne m'est pas possible de"
+    r"\bje ne (?:peux|pourrai|pourrais|vais) pas (?:(?:vous|te|lui|leur|y|en|malheureusement) )*"
+    rf"(?:t')?{_FR_ASSIST}\b",
+    r"\bje ne (?:rédigerai|fournirai|créerai|partagerai|communiquerai|générerai|ferai|"
+    r"aiderai|donnerai) (?:pas|jamais)\b",
+    r"\bje ne suis pas (?:en mesure|autorisée?|habilitée?) (?:de|d'|à)",
+    r"\bje n'ai pas le droit de\b",
+    r"\b(?:il ne m'est pas possible|il m'est impossible) de\b",
+    r"\bce n'est pas quelque chose que je (?:peux|pourrais|puis)\b",
+    r"\bje dois (?:\w+ )?(?:refuser|décliner)\b",
+    r"\bj'ai (?:bien )?peur de ne pas pouvoir\b",
+    r"\ben tant qu'(?:assistant|ia|modèle)[^.]{0,40}\bje ne (?:peux|pourrai|dois)\b",
+    r"\b(?:à l'encontre de|contraire à|enfreindrait|violerait) (?:notre|nos|ma|mes|la|les) "
+    r"(?:politique|règles|directives|consignes|principes)\b",
+    # German, verb last: "ich kann die Daten nicht weitergeben", "dabei kann ich nicht helfen"
+    r"\b(?:ich (?:kann|darf|werde)|(?:kann|darf|werde) ich)\b[^.!?,:;]{0,80}?\b(?:nicht|"
+    rf"keine[nrs]?)\b[^.!?,:;]{{0,50}}?\b{_DE_ASSIST}\b",
+    r"\b(?:ist es mir|es ist mir) (?:leider )?(?:nicht (?:möglich|erlaubt|gestattet)|unmöglich)\b",
+    r"\bdas ist nichts,? (?:was|wobei|womit|wo) ich\b",
+    r"\bich muss (?:\w+ ){0,3}?(?:ablehnen|verweigern|zurückweisen)\b",
+    r"\bich bin (?:leider )?nicht (?:in der lage|befugt|berechtigt|autorisiert)\b",
+    r"\b(?:gegen|verstößt gegen|verstoßen gegen) (?:unsere|meine) (?:richtlinien|regeln|"
+    r"grundsätze|vorgaben)\b",
     r"\b(?:desculpe|lamento)\b[^.]{0,40}\bnão posso\b",
     r"\bnão posso (?:ajudar|fornecer|fazer)",
     r"\bmi dispiace\b[^.]{0,40}\bnon posso\b",

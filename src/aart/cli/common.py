@@ -23,8 +23,8 @@ from rich.progress import (
 )
 
 from ..errors import INCOMPLETE_EXIT_CODE
-from ..llm.batch import BatchSettings
-from ..llm.ray_executor import RaySettings
+from ..llm.transport.batch import BatchSettings
+from ..llm.transport.ray import RaySettings
 from ..textsafe import raw_stream, safe_output
 
 
@@ -358,16 +358,16 @@ def failed_job_lines(failed: list[dict[str, str]], show: int = 3) -> list[tuple[
 
 def echo_samples(dataset: Any, n: int = 5) -> None:
     """Print ``n`` prompts spread over the dataset, each with its cell."""
-    from ..data.export import read_jsonl
+    from ..data.load import iter_records
 
     if not dataset.exists():
         return
-    rows = list(read_jsonl(dataset))
+    rows = list(iter_records(dataset))
     if not rows:
         return
     step = max(1, len(rows) // n)
     click.echo(f"sample prompts ({min(n, len(rows))} of {len(rows)}):")
     for r in rows[::step][:n]:
-        cell = "; ".join(f"{k}: {v}" for k, v in (r.get("cell") or {}).items())
+        cell = "; ".join(f"{k}: {v}" for k, v in r.cell.items())
         click.echo(f"  [{cell}]")
-        click.echo(f"    {r['prompt']}")
+        click.echo(f"    {r.prompt}")

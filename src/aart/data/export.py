@@ -57,18 +57,24 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     """:func:`read_jsonl` one record at a time."""
+    for n, row in numbered_json_lines(path):
+        if not isinstance(row, dict):
+            raise UsageError(f"{path}:{n}: expected a JSON object per line")
+        yield row
+
+
+def numbered_json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed value) of every non-blank line of a JSONL file; a line that is
+    not JSON is a usage error naming the file and the line."""
     for n, line in utf8_lines(path):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            yield n, json.loads(line)
         except json.JSONDecodeError as e:
             raise UsageError(
                 f"{path}:{n}: not valid JSON ({e.msg}); fix or delete the line"
             ) from None
-        if not isinstance(row, dict):
-            raise UsageError(f"{path}:{n}: expected a JSON object per line")
-        yield row
 
 
 def utf8_lines(path: Path) -> Iterator[tuple[int, str]]:

@@ -13,7 +13,10 @@ from typing import Any
 
 from ..errors import UsageError
 from ..recipe import Value
-from .export import iter_jsonl, utf8_lines
+from ..types import DatasetRecord
+from ..types import kind_of as _kind
+from . import foreign  # a promptfoo tests file, a Hugging Face folder
+from .export import iter_jsonl, numbered_json_lines, utf8_lines
 
 # The released AART dataset's columns, mapped onto the demo recipe's dimensions.
 AART_AXES = {"policy_concepts": ("crime", None), "task_formats": ("use_case", ",")}
@@ -86,8 +89,6 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 def iter_rows(path: Path, size: int | None = None) -> Iterator[list[dict[str, Any]]]:
     """The records of a JSONL, CSV or Parquet file, ``size`` (default CHUNK) at a time."""
     size = size or CHUNK
-    from ..interop import read as foreign  # a promptfoo tests file, a Hugging Face folder
-
     if foreign.handles(path):
         yield from foreign.iter_rows(path, size)
         return
@@ -111,6 +112,13 @@ def iter_rows(path: Path, size: int | None = None) -> Iterator[list[dict[str, An
             chunk = []
     if chunk:
         yield chunk
+
+
+def iter_records(path: Path) -> Iterator[DatasetRecord]:
+    """The records of one of aart's own ``dataset.jsonl`` files, each validated where it is
+    read: a malformed line is a usage error naming the file, the line and the fix."""
+    for n, row in numbered_json_lines(path):
+        yield DatasetRecord.from_line(row, f"{path}:{n}")
 
 
 def _csv_rows(path: Path) -> Iterator[dict[str, Any]]:
@@ -157,12 +165,6 @@ def _tokens_per_prompt(path: Path) -> float | None:
                 return None
             return float(value) if isinstance(value, (int, float)) else None
     return None
-
-
-def _kind(value: Any) -> str:
-    """What a JSON value is, for a message (never the value itself: it is data)."""
-    names = {str: "a string", list: "a list", dict: "an object", bool: "a boolean"}
-    return names.get(type(value), f"a {type(value).__name__}")
 
 
 def parse_mapping(items: tuple[str, ...], what: str, form: str = "NAME=COLUMN") -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""Per-axis keyword coverage, annotation distributions and annotation agreement."""
+"""Per-axis keyword coverage, annotation distributions and annotation agreement; for a
+multilingual dataset (cells with a language), coverage per language too."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from typing import Any
 
 from ..data.load import Dataset
 from ..recipe import Value
-from ..text.keywords import KeywordMatcher, Texts
+from ..recipe.languages import LANGUAGE_AXIS, values_in
+from ..recipe.languages import name as language_name
+from ..text.keywords import KeywordMatcher, Texts, language_axis_index
+from ..text.language import written_in
 from .stats import evenness, top_share
 
 
@@ -86,6 +90,83 @@ def agreement_counts(
     return sum(w is not None for w in wanted), int(mentioned.sum())
 
 
+def language_agreement(texts: Texts, labels: Sequence[str | None]) -> tuple[int, int]:
+    """(records whose language can be told from the prompt, those written in their cell's
+    language): the language axis agrees by the prompt's language, not by a keyword."""
+    rows = texts.to_list() if hasattr(texts, "to_list") else list(texts)
+    said = [
+        written_in(t or "", lang) if lang else None for t, lang in zip(rows, labels, strict=True)
+    ]
+    return sum(x is not None for x in said), sum(x is True for x in said)
+
+
+class LanguageCoverage:
+    """Per language of a multilingual dataset (its cells' ``language``): the prompts, the
+    share that reads as written in that language, and each other axis's keyword coverage
+    counted through the values' names in that language (so "robo" counts for burglary in a
+    Spanish prompt, and "burglary" in it does not). Summed over the chunks of a dataset."""
+
+    def __init__(self, values: Mapping[str, Sequence[Value]]) -> None:
+        self.values = values
+        self.matchers: dict[str, KeywordMatcher] = {}
+        self.n: Counter[str] = Counter()
+        self.counts: dict[str, list[list[int]]] = {}
+        self.any_hit: dict[str, list[int]] = {}
+        self.told: Counter[str] = Counter()
+        self.native: Counter[str] = Counter()
+
+    def matcher(self, language: str) -> KeywordMatcher:
+        if language not in self.matchers:
+            m = KeywordMatcher(values_in(self.values, language))
+            # reported under the values' own names, whatever the language matched
+            m.values = {a: [v.value for v in self.values[a]] for a in m.axes}
+            self.matchers[language] = m
+        return self.matchers[language]
+
+    def add(self, ds: Dataset) -> None:
+        labels = ds.cells.get(LANGUAGE_AXIS)
+        if not labels:
+            return
+        rows: dict[str, list[str]] = {}
+        for text, lang in zip(ds.texts, labels, strict=True):
+            if lang:
+                rows.setdefault(lang, []).append(text)
+        for lang, texts in rows.items():
+            m = self.matcher(lang)
+            n, counts, any_hit = m.count(texts)
+            self.n[lang] += n
+            total = self.counts.setdefault(lang, [[0] * len(c) for c in counts])
+            for t, part in zip(total, counts, strict=True):
+                t[:] = [a + b for a, b in zip(t, part, strict=True)]
+            hits = self.any_hit.setdefault(lang, [0] * len(any_hit))
+            hits[:] = [a + b for a, b in zip(hits, any_hit, strict=True)]
+            said = [written_in(t, lang) for t in texts]
+            self.told[lang] += sum(x is not None for x in said)
+            self.native[lang] += sum(x is True for x in said)
+
+    def result(self) -> dict[str, Any]:
+        """{language: {name, prompts, in_language (None: not told), coverage}}; empty when the
+        dataset has no language axis."""
+        return {
+            lang: {
+                "name": language_name(lang),
+                "prompts": self.n[lang],
+                "in_language": self.native[lang] / self.told[lang] if self.told[lang] else None,
+                "coverage": coverage_from_counts(
+                    self.matchers[lang], self.n[lang], self.counts[lang], self.any_hit[lang]
+                ),
+            }
+            for lang in sorted(self.n)
+        }
+
+
+def coverage_by_language(ds: Dataset, values: Mapping[str, Sequence[Value]]) -> dict[str, Any]:
+    """:class:`LanguageCoverage` of a dataset held in memory."""
+    c = LanguageCoverage(values)
+    c.add(ds)
+    return c.result()
+
+
 def _rate(checked: int, agree: int) -> dict[str, Any]:
     return {"checked": checked, "agree": agree, "rate": agree / checked if checked else 0.0}
 
@@ -107,7 +188,11 @@ class AgreementCounts:
             entry = self.counts.setdefault(axis, {})
             for source, labelled in (("cell", ds.cells), ("annotation", ds.annotations)):
                 if axis in labelled:
-                    checked, agree = agreement_counts(texts, labelled[axis], vals)
+                    checked, agree = (
+                        language_agreement(texts, labelled[axis])
+                        if language_axis_index({axis: vals}) is not None
+                        else agreement_counts(texts, labelled[axis], vals)
+                    )
                     total = entry.setdefault(source, [0, 0])
                     total[0] += checked
                     total[1] += agree

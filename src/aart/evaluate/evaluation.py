@@ -16,7 +16,13 @@ from ..errors import UsageError
 from ..recipe import Value, load_recipe
 from ..text.keywords import KeywordMatcher, as_column
 from ..text.normalize import NN_GROUP, RESTATED_CELL, CellPhrase, nn_similarity
-from .coverage import AgreementCounts, coverage_from_counts, distribution_from_counts
+from ..types import DatasetEvaluation, DiversityGap, Evaluation, Table
+from .coverage import (
+    AgreementCounts,
+    LanguageCoverage,
+    coverage_from_counts,
+    distribution_from_counts,
+)
 from .diversity import DiversityMeasures
 from .embeddings import ENABLE_HINT, Embedder, Int8Embedder, available, load_embedder
 from .stats import describe_counts, histogram_counts
@@ -144,6 +150,7 @@ class DatasetMeasures:
         self.any_mention = [0] * len(self.matcher.axes)
         self.annotations: dict[str, Counter[str]] = {}
         self.agreement = AgreementCounts(values)
+        self.by_language = LanguageCoverage(values)  # a multilingual dataset's, per language
         self.labelled = False
         self.words: Counter[int] = Counter()
         self.chars: Counter[int] = Counter()
@@ -169,6 +176,7 @@ class DatasetMeasures:
         if ds.annotations or ds.cells:
             self.labelled = True
             self.agreement.add(ds, column)
+            self.by_language.add(ds)
         if ds.annotations or ds.cells or ds.axes:
             self.cells.add(ds)
             self.labels += [a for a in [*ds.cells, *ds.annotations] if a not in self.labels]
@@ -176,37 +184,38 @@ class DatasetMeasures:
         self.chars.update(len(t) for t in ds.texts)
         self.diversity.add(ds.texts, column)
 
-    def result(self, embedder: Embedder | Int8Embedder | None = None) -> dict[str, Any]:
+    def result(self, embedder: Embedder | Int8Embedder | None = None) -> DatasetEvaluation:
         diversity, notes = self.diversity.result(embedder)
         texts = list(self.diversity.sample.items)
         np.random.default_rng(self.seed).shuffle(texts)  # the groups are uniform samples
         diversity["nn_similarity"] = nn_similarity(texts)
         diversity["nn_group"] = min(NN_GROUP, len(texts))
         restated, checked = self.cells.restated_share(self.labels)
-        result: dict[str, Any] = {
-            "name": self.name,
-            "prompts": self.n,
-            "tokens_per_prompt": self.tokens_per_prompt,
-            "coverage": coverage_from_counts(self.matcher, self.n, self.mentions, self.any_mention),
-            "annotations": {a: distribution_from_counts(c) for a, c in self.annotations.items()},
-            "agreement": self.agreement.result() if self.labelled else {},
-            "length": {
+        result = DatasetEvaluation(
+            name=self.name,
+            prompts=self.n,
+            tokens_per_prompt=self.tokens_per_prompt,
+            coverage=coverage_from_counts(self.matcher, self.n, self.mentions, self.any_mention),
+            annotations={a: distribution_from_counts(c) for a, c in self.annotations.items()},
+            agreement=self.agreement.result() if self.labelled else {},
+            coverage_by_language=self.by_language.result(),
+            length={
                 "words": describe_counts(self.words),
                 "chars": describe_counts(self.chars),
                 "words_histogram": histogram_counts(
                     self.words, bins=min(30, max(5, len(self.words)))
                 ),
             },
-            "diversity": diversity,
-            "vocabulary": self.diversity.vocabulary,
+            diversity=diversity,
+            vocabulary=self.diversity.vocabulary,
             # prompts that are their cell phrase and little else (text.normalize.CellPhrase)
-            "restated_cell_share": restated,
-            "restated_checked": checked,
-        }
-        result["notes"] = [*self.notes, *notes]
+            restated_cell_share=restated,
+            restated_checked=checked,
+            notes=[*self.notes, *notes],
+        )
         if embedder is None:
-            result["diversity"]["embedding_diversity"] = None
-            result["notes"].append(
+            result.diversity["embedding_diversity"] = None
+            result.notes.append(
                 "embedding diversity skipped (--no-embeddings)" if available() else ENABLE_HINT
             )
         return result
@@ -218,7 +227,7 @@ def evaluate_dataset(
     *,
     embedder: Embedder | Int8Embedder | None = None,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> DatasetEvaluation:
     """The measures of a dataset held in memory (files are read in chunks by
     :func:`evaluate`)."""
     measures = DatasetMeasures(ds.name, values, seed=seed)
@@ -234,11 +243,11 @@ METRIC_LEGEND = (
 )
 
 
-def comparison_table(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+def comparison_table(results: Sequence[DatasetEvaluation]) -> tuple[list[str], list[list[str]]]:
     """Rows of a Table-2-style comparison: one per dataset, one column per metric."""
     axes: list[str] = []
     for r in results:
-        axes += [a for a in r["coverage"] if a not in axes]
+        axes += [a for a in r.coverage if a not in axes]
     # ↑ higher is better, ↓ lower is better (METRIC_LEGEND says so in the reports)
     header = [
         "dataset",
@@ -258,17 +267,14 @@ def comparison_table(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], l
     ]
     rows = []
     for r in results:
-        d, w = r["diversity"], r["length"]["words"]
+        d, w = r.diversity, r.length["words"]
         emb = d.get("embedding_diversity")
         rows.append(
             [
-                r["name"],
-                str(r["prompts"]),
-                f"{r['tokens_per_prompt']:.0f}" if r.get("tokens_per_prompt") else "-",
-                *[
-                    f"{r['coverage'][a]['presence']:.3f}" if a in r["coverage"] else "-"
-                    for a in axes
-                ],
+                r.name,
+                str(r.prompts),
+                f"{r.tokens_per_prompt:.0f}" if r.tokens_per_prompt else "-",
+                *[f"{r.coverage[a]['presence']:.3f}" if a in r.coverage else "-" for a in axes],
                 f"{d['distinct_1']:.3f}",
                 f"{d['distinct_2']:.3f}",
                 f"{d['self_bleu']:.3f}",
@@ -277,7 +283,7 @@ def comparison_table(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], l
                 f"{d['vendi_lexical']:.1f}",
                 f"{w.get('mean', 0):.1f} ± {w.get('std', 0):.1f}",
                 f"{d['exact_duplicate_rate'] + d['near_duplicate_rate']:.3f}",
-                "-" if r.get("restated_cell_share") is None else f"{r['restated_cell_share']:.3f}",
+                "-" if r.restated_cell_share is None else f"{r.restated_cell_share:.3f}",
                 f"{d['nn_similarity']:.3f}" if d.get("nn_similarity") is not None else "-",
             ]
         )
@@ -299,7 +305,7 @@ def evaluate(
     seed: int = 0,
     topics: str = "auto",
     reference: str | Path | None = None,
-) -> dict[str, Any]:
+) -> Evaluation:
     """Evaluate ``dataset`` (and every ``compare`` dataset against the same value lists).
     Their diversity is held against ``reference`` (a dataset file; default: the released
     AART data's figures, :data:`RELEASED_AART`) in the report's Gaps section.
@@ -319,23 +325,23 @@ def evaluate(
         results.append(_measure(path, name, other, values, model, seed, spec))
     if isinstance(model, Int8Embedder):
         for r in results:
-            r["notes"].append(
+            r.notes.append(
                 "embedding diversity by minilm-int8: all-MiniLM-L6-v2 with int8 weights in "
                 "ONNX Runtime (compare it with figures of the same embedder)"
             )
     header, rows = comparison_table(results)
     add_topic_column(header, rows, results)
     ref = _reference(reference, values, seed)
-    return {
-        "reference": ref,
-        "diversity_gaps": [g for r in results for g in diversity_gaps(r, ref)],
-        "values_from": source,
-        "value_lists": {a: [v.value for v in vs] for a, vs in values.items()},
-        "datasets": results,
-        "table": {"header": header, "rows": rows},
-        "embeddings": embedder if model is not None else None,
-        "human_review": human_review(Path(dataset)),
-    }
+    return Evaluation(
+        reference=ref,
+        diversity_gaps=[g for r in results for g in diversity_gaps(r, ref)],
+        values_from=source,
+        value_lists={a: [v.value for v in vs] for a, vs in values.items()},
+        datasets=results,
+        table=Table(header, rows),
+        embeddings=embedder if model is not None else None,
+        human_review=human_review(Path(dataset)),
+    )
 
 
 def _measure(
@@ -346,7 +352,7 @@ def _measure(
     embedder: Embedder | Int8Embedder | None,
     seed: int,
     topics: TopicSpec | None = None,
-) -> dict[str, Any]:
+) -> DatasetEvaluation:
     measures: DatasetMeasures | None = None
     for chunk in iter_dataset(path, name=name, **columns):
         if measures is None:
@@ -409,7 +415,7 @@ def topic_embedder(
 
 
 def add_topics(
-    result: dict[str, Any],
+    result: DatasetEvaluation,
     measures: DatasetMeasures,
     spec: TopicSpec,
     tagger: LabellingEmbedder | None = None,
@@ -421,21 +427,21 @@ def add_topics(
     labeller = spec.embedding or spec.lexical
     if labels is None and spec.method == "auto" and len(sample) > EMBED_DEFAULT_LIMIT:
         labeller = spec.lexical  # the embedder would encode the whole sample a second time
-    result["topics"] = label_topics(
+    result.topics = label_topics(
         sample, labeller, spec.source, labels=labels, population=measures.n
     )
-    result["notes"].append(topics_note(result["topics"]))
+    result.notes.append(topics_note(result.topics))
 
 
 def add_topic_column(
-    header: list[str], rows: list[list[str]], results: Sequence[Mapping[str, Any]]
+    header: list[str], rows: list[list[str]], results: Sequence[DatasetEvaluation]
 ) -> None:
     """The comparison table's topical-diversity column: exp(entropy) of the topic labels."""
-    if not any(r.get("topics") for r in results):
+    if not any(r.topics for r in results):
         return
     header.append("topics (eff.) ↑")
     for row, r in zip(rows, results, strict=True):
-        t = r.get("topics")
+        t = r.topics
         row.append(f"{t['effective_topics']:.1f}" if t else "-")
 
 
@@ -451,9 +457,9 @@ def _reference(
     texts = [t for chunk in iter_dataset(path) for t in chunk.texts][:100_000]
     np.random.default_rng(seed).shuffle(texts)
     return {
-        "name": r["name"],
-        "self_bleu": r["diversity"]["self_bleu"],
-        "restated_cell_share": r["restated_cell_share"],
+        "name": r.name,
+        "self_bleu": r.diversity["self_bleu"],
+        "restated_cell_share": r.restated_cell_share,
         "nn_similarity": {g: nn_similarity(texts, group=g) for g in (10, 20, 35, NN_GROUP)},
     }
 
@@ -466,45 +472,45 @@ def reference_nn(ref: Mapping[str, Any], group: int) -> float:
     return float(table[sizes[-1]])
 
 
-def diversity_gaps(r: Mapping[str, Any], ref: Mapping[str, Any]) -> list[dict[str, Any]]:
+def diversity_gaps(r: DatasetEvaluation, ref: Mapping[str, Any]) -> list[DiversityGap]:
     """What the Gaps section flags about one dataset's diversity, against the reference."""
-    out: list[dict[str, Any]] = []
-    d = r["diversity"]
-    share = r.get("restated_cell_share")
+    out: list[DiversityGap] = []
+    d = r.diversity
+    share = r.restated_cell_share
     if share is not None and share > max(MAX_RESTATED, ref.get("restated_cell_share") or 0):
         out.append(
-            {
-                "dataset": r["name"],
-                "measure": "restated_cell_share",
-                "value": share,
-                "reference": ref.get("restated_cell_share"),
-                "text": f"{share:.0%} of the prompts restate their cell (the cell's words and "
+            DiversityGap(
+                r.name,
+                "restated_cell_share",
+                share,
+                ref.get("restated_cell_share"),
+                f"{share:.0%} of the prompts restate their cell (the cell's words and "
                 f"little else; {ref['name']}: {ref.get('restated_cell_share') or 0:.1%})",
-            }
+            )
         )
-    if d.get("nn_similarity") is not None and r["prompts"] >= 2:
+    if d.get("nn_similarity") is not None and r.prompts >= 2:
         base = reference_nn(ref, d.get("nn_group") or NN_GROUP)
         if d["nn_similarity"] > NN_FACTOR * base:
             out.append(
-                {
-                    "dataset": r["name"],
-                    "measure": "nn_similarity",
-                    "value": d["nn_similarity"],
-                    "reference": base,
-                    "text": f"prompts are near copies of each other: mean nearest-neighbour "
+                DiversityGap(
+                    r.name,
+                    "nn_similarity",
+                    d["nn_similarity"],
+                    base,
+                    f"prompts are near copies of each other: mean nearest-neighbour "
                     f"similarity {d['nn_similarity']:.2f} ({ref['name']}: {base:.2f})",
-                }
+                )
             )
     if ref.get("self_bleu") is not None and d["self_bleu"] > ref["self_bleu"] + SELF_BLEU_MARGIN:
         out.append(
-            {
-                "dataset": r["name"],
-                "measure": "self_bleu",
-                "value": d["self_bleu"],
-                "reference": ref["self_bleu"],
-                "text": f"low lexical diversity: Self-BLEU {d['self_bleu']:.2f} "
+            DiversityGap(
+                r.name,
+                "self_bleu",
+                d["self_bleu"],
+                ref["self_bleu"],
+                f"low lexical diversity: Self-BLEU {d['self_bleu']:.2f} "
                 f"({ref['name']}: {ref['self_bleu']:.2f})",
-            }
+            )
         )
     return out
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..data.load import read_rows
-from ..redteam.stats import wilson
 from ..store.db import RunDB
+from .stats import wilson
 
 #: the two kinds of labels in run.db: of a dataset record, of an attack's verdict
 RECORD, VERDICT = "record", "verdict"

@@ -9,17 +9,20 @@ renders Markdown with inline HTML."""
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ..errors import UsageError
+from ..data.foreign import HF_CARD_FILE as CARD_FILE
+
+# reading a folder back is data loading (aart.data.foreign); these names stay importable here
+from ..data.foreign import hf_data_files as data_files  # noqa: F401
+from ..data.foreign import is_hf_folder as is_folder  # noqa: F401
+from ..data.foreign import iter_hf_rows as iter_rows  # noqa: F401
 from .source import ExportSource
 
 DATA_FILE = "data/train-00000-of-00001.parquet"
-CARD_FILE = "README.md"
 
 
 def export(src: ExportSource, out: Path, license: str) -> list[Path]:
@@ -148,70 +151,3 @@ def card_text(src: ExportSource, license: str, axes: list[str]) -> str:
         "",
     ]
     return "\n".join(lines)
-
-
-def is_folder(path: Path) -> bool:
-    """A folder with Parquet files under data/ (a run directory's dataset.parquet is not one)."""
-    return path.is_dir() and any(path.glob("data/**/*.parquet"))
-
-
-def _parquet_files(folder: Path) -> list[Path]:
-    if not folder.is_dir():
-        return []
-    return sorted(folder.glob("data/**/*.parquet")) or sorted(folder.glob("*.parquet"))
-
-
-def data_files(folder: Path) -> list[Path]:
-    """The Parquet files of the card's default config (its train split when it names splits),
-    else data/**/*.parquet."""
-    card = folder / CARD_FILE
-    if card.exists():
-        text = card.read_text(encoding="utf-8")
-        if text.startswith("---"):
-            front_text = text.split("---", 2)[1] if text.count("---") >= 2 else ""
-            try:
-                front = yaml.safe_load(front_text) or {}
-            except yaml.YAMLError:
-                raise UsageError(f"{card}: its front matter is not valid YAML") from None
-            files = _config_files(folder, front)
-            if files:
-                return files
-    files = _parquet_files(folder)
-    if not files:
-        raise UsageError(
-            f"{folder}: no Parquet files (data/*.parquet); export one with "
-            "`aart export DATASET --to hf FOLDER`"
-        )
-    return files
-
-
-def _config_files(folder: Path, front: Any) -> list[Path]:
-    configs = front.get("configs") if isinstance(front, dict) else None
-    if not isinstance(configs, list) or not configs:
-        return []
-    config = next((c for c in configs if isinstance(c, dict) and c.get("default")), configs[0])
-    specs = config.get("data_files") if isinstance(config, dict) else None
-    if isinstance(specs, str):
-        specs = [{"path": specs}]
-    patterns: list[str] = []
-    for spec in specs or []:
-        if isinstance(spec, dict):
-            paths = spec.get("path")
-            patterns += [paths] if isinstance(paths, str) else list(paths or [])
-    root = folder.resolve()
-    out: list[Path] = []
-    for pattern in patterns:
-        for p in sorted(folder.glob(str(pattern))):
-            # a card is data too: it may not point outside its folder
-            if p.suffix == ".parquet" and p.resolve().is_relative_to(root):
-                out.append(p)
-    return out
-
-
-def iter_rows(folder: Path, size: int) -> Iterator[list[dict[str, Any]]]:
-    import pyarrow.parquet as pq
-
-    for path in data_files(folder):
-        parquet = pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)
-        for batch in parquet.iter_batches(batch_size=size):
-            yield batch.to_pylist()

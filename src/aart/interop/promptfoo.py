@@ -13,12 +13,19 @@ text, and :func:`unescape` reverses it when the file is read back."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ..data.foreign import RAW_CLOSE as _CLOSE
+from ..data.foreign import RAW_LITERAL as _LITERAL
+from ..data.foreign import RAW_OPEN as _OPEN
+
+# reading a tests file back is data loading (aart.data.foreign); these names stay importable here
+from ..data.foreign import is_promptfoo_tests as is_tests_file  # noqa: F401
+from ..data.foreign import iter_promptfoo_rows as iter_rows  # noqa: F401
+from ..data.foreign import unescape as unescape
 from ..errors import UsageError
 from .source import ExportSource
 
@@ -26,8 +33,6 @@ TESTS_FILE = "tests.yaml"
 CONFIG_FILE = "promptfooconfig.yaml"
 PROMPT_VAR = "prompt"
 
-_OPEN, _CLOSE = "{% raw %}", "{% endraw %}"
-_LITERAL = {"{{": '{% endraw %}{{ "{{" }}{% raw %}', "{%": '{% endraw %}{{ "{%" }}{% raw %}'}
 _SPECIAL = re.compile(r"\{[{%#]")
 
 
@@ -46,16 +51,6 @@ def escape(text: str) -> str:
         return text
     body = re.sub(r"\{[{%]", lambda m: _LITERAL[m.group(0)], text)
     return f"{_OPEN}{body}{_CLOSE}"
-
-
-def unescape(value: str) -> str:
-    """The text an :func:`escape` d value renders to; other values are returned unchanged."""
-    if not (value.startswith(_OPEN) and value.endswith(_CLOSE)):
-        return value
-    body = value[len(_OPEN) : -len(_CLOSE)]
-    for literal, emitted in _LITERAL.items():
-        body = body.replace(emitted, literal)
-    return body
 
 
 def refusal_assertion() -> dict[str, Any]:
@@ -117,57 +112,3 @@ def export(src: ExportSource, out: Path, judges: list[str], provider: str) -> li
 def _dump(data: Any, path: Path) -> None:
     text = yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=100)
     path.write_text("# written by `aart export`\n" + text, encoding="utf-8")
-
-
-def is_tests_file(path: Path) -> bool:
-    return path.suffix.lower() in (".yaml", ".yml")
-
-
-def iter_rows(path: Path) -> Iterator[dict[str, Any]]:
-    """A promptfoo tests file (a list of tests), or a config whose ``tests`` is such a list or a
-    ``file://`` reference to one, as flat rows: the vars (unescaped) and the metadata."""
-    tests = _tests(path, depth=0)
-    for n, test in enumerate(tests, start=1):
-        if not isinstance(test, dict):
-            raise UsageError(f"{path}: test {n} is not a mapping; a promptfoo test has vars:")
-        row: dict[str, Any] = {}
-        meta = test.get("metadata") or {}
-        variables = test.get("vars") or {}
-        if not isinstance(variables, dict) or not isinstance(meta, dict):
-            raise UsageError(f"{path}: test {n}: vars and metadata must be mappings")
-        for key, value in meta.items():
-            if isinstance(value, (str, int, float, bool)):
-                row[str(key)] = value
-        for key, value in variables.items():
-            row[str(key)] = unescape(value) if isinstance(value, str) else value
-        if "id" not in row and test.get("description"):
-            row["id"] = str(test["description"])
-        yield row
-
-
-def _tests(path: Path, depth: int) -> list[Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise UsageError(f"{path}{where}: not valid YAML; fix the file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{path}: cannot be read ({e})") from None
-    if isinstance(data, list):
-        return data
-    if isinstance(data, dict) and "tests" in data:
-        tests = data["tests"]
-        if isinstance(tests, list):
-            return tests
-        if isinstance(tests, str) and tests.startswith("file://") and depth == 0:
-            ref = (path.parent / tests[7:]).resolve()
-            if ref.suffix.lower() in (".yaml", ".yml") and ref.exists():
-                return _tests(ref, depth + 1)
-        raise UsageError(
-            f"{path}: tests: {str(tests)[:80]!r} is not a list of tests or a file:// YAML "
-            "tests file beside the config; give the tests file itself"
-        )
-    raise UsageError(
-        f"{path}: not a promptfoo tests file (a YAML list of tests with vars:) or config with tests:"
-    )

@@ -56,14 +56,14 @@ class ExportSource:
 
 def load_source(path: str | Path, evaluation: str | Path | None = None) -> ExportSource:
     """Read DATASET (a .jsonl/.csv/.parquet file, or a run directory holding dataset.jsonl)."""
+    from ..data.foreign import is_hf_folder
     from ..data.load import load_dataset, read_rows
-    from . import hf
 
     path = Path(path)
     run_dir: Path | None = None
     if path.is_dir() and (path / "dataset.jsonl").exists():
         run_dir, dataset = path, path / "dataset.jsonl"
-    elif path.is_dir() and not hf.is_folder(path):
+    elif path.is_dir() and not is_hf_folder(path):
         raise UsageError(
             f"{path} is a directory without dataset.jsonl; give a run directory, a dataset "
             "file or a Hugging Face dataset folder"

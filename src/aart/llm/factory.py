@@ -6,16 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from types import TracebackType
 
 from ..errors import UsageError
 from .limits import Budget, Price
-from .model import CallStore, Model
+from .model import Model
 from .providers.base import ModelAPI, ModelOptions, create_api
-
-if TYPE_CHECKING:
-    from .batch import BatchQueue
-    from .ray_executor import RayExecutor
+from .storage import CallStore
+from .transport.base import Execution, Transport
+from .transport.direct import DIRECT
 
 # Providers whose calls cost nothing, so a cost cap needs no price for them. Attack targets
 # behind their own API (http/) or in Python (python/) are the application, not a model we pay
@@ -25,6 +24,10 @@ FREE_PROVIDERS = ("local/", "fake/", "http/", "python/")
 
 @dataclass
 class ModelFactory:
+    """Builds the models of a command. ``execution`` chooses, once, how their calls travel;
+    its transport is started with the factory and closed by :meth:`close` (or leaving a
+    ``with`` block), so a Ray cluster connection never outlives the command."""
+
     options: ModelOptions = field(default_factory=ModelOptions)
     store: CallStore | None = None
     use_cache: bool = True
@@ -34,10 +37,29 @@ class ModelFactory:
     #: where the prices and budget come from, for messages ("the recipe", "--price")
     source: str = "the recipe"
     made: list[Model] = field(default_factory=list)
-    #: batch mode: the OpenAI-compatible models built here are answered by batches
-    batch: BatchQueue | None = None
-    #: --executor ray: the OpenAI-compatible models built here are called on Ray workers
-    remote: RayExecutor | None = None
+    execution: Execution = field(default_factory=Execution)
+    #: what the execution started: the models whose API it accepts use it, the others go
+    #: direct
+    transport: Transport = field(init=False, default=DIRECT)
+
+    def __post_init__(self) -> None:
+        self.transport = self.execution.start(self.store, self.budget)
+
+    def __enter__(self) -> ModelFactory:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop what the execution started (Ray's workers); the models' connections are
+        closed by :meth:`aclose`."""
+        self.transport.close()
 
     def check_priced(self, name: str) -> None:
         """A cost cap needs a price: refuse, before any call, a capped run of an unpriced
@@ -68,6 +90,7 @@ class ModelFactory:
             self.made.append(m)
             return m
         self.check_priced(name)
+        transport = self.transport if self.transport.accepts(api) else DIRECT
         m = Model(
             name,
             api,
@@ -76,13 +99,10 @@ class ModelFactory:
             use_cache=self.use_cache,
             price=self.prices.get(name, Price()),
             budget=self.budget,
+            transport=transport,
         )
         m.priced = name in self.prices or name.startswith(FREE_PROVIDERS)
-        if self.batch is not None and self.batch.accepts(api):
-            m.batch = self.batch
-            self.batch.register(m)
-        elif self.remote is not None and self.remote.accepts(api):
-            m.remote = self.remote
+        transport.attach(m)
         self.made.append(m)
         return m
 

@@ -6,11 +6,14 @@ import asyncio
 import random
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import RuntimeFailure, TransientError
 from .types import Usage
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,20 @@ class RetryPolicy:
         if error.retry_after is not None:
             return min(error.retry_after, 600.0)
         return rng.uniform(0, min(self.max_delay, self.base * 2**attempt))
+
+    async def call(self, send: Callable[[], Awaitable[T]], rng: random.Random) -> T:
+        """``send()``, tried again after :meth:`delay` while it raises TransientError, at
+        most ``max_retries`` more times; then its last error. (Model calls follow the same
+        policy in ``Model._call``, which also pays for each attempt.)"""
+        attempt = 0
+        while True:
+            try:
+                return await send()
+            except TransientError as e:
+                if attempt >= self.max_retries:
+                    raise
+                await asyncio.sleep(self.delay(attempt, e, rng))
+                attempt += 1
 
 
 class RateLimiter:

@@ -9,8 +9,7 @@ import json
 import logging
 import random
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import (
     ContentRejected,
@@ -24,8 +23,12 @@ from .adaptive import AdaptiveLimit, limit_for
 from .http_status import is_endpoint_fault
 from .limits import Budget, Price, RateLimiter, RetryPolicy
 from .providers.base import ModelAPI, ModelOptions, create_api
+from .storage import CallStore
 from .structured import parse_json, schema_errors
+from .transport.direct import DIRECT
 from .types import (
+    Call,
+    CallRecord,
     GenerateConfig,
     Message,
     ModelOutput,
@@ -36,33 +39,9 @@ from .types import (
 )
 
 if TYPE_CHECKING:
-    from .batch import BatchQueue
-    from .ray_executor import RayExecutor
+    from .transport.base import Transport
 
-
-@dataclass
-class CallRecord:
-    """One paid call as the run store keeps it (never holds a secret)."""
-
-    model: str
-    cache_key: str
-    prompt_tokens: int
-    completion_tokens: int
-    latency: float
-    finish_reason: str
-    #: None: a paid model without a price (shown as "unpriced", never as $0)
-    cost: float | None
-    error: str | None = None
-    raw_text: str | None = None
-    tag: str | None = None
-
-
-class CallStore(Protocol):
-    """What the model layer needs from storage: a response cache and a call log."""
-
-    def cache_get(self, key: str) -> dict[str, Any] | None: ...
-    def cache_put(self, key: str, model: str, value: dict[str, Any]) -> None: ...
-    def record_call(self, record: CallRecord, row: int | None = None) -> int: ...
+__all__ = ["ABANDONED", "CallRecord", "CallStore", "Model", "cache_key", "get_model"]
 
 
 def cache_key(
@@ -106,6 +85,7 @@ class Model:
         price: Price | None = None,
         budget: Budget | None = None,
         seed: int = 0,
+        transport: Transport | None = None,
     ) -> None:
         self.name = name
         self.api = api
@@ -135,10 +115,8 @@ class Model:
         self._probe_lock = asyncio.Lock()
         #: why the endpoint is considered down; once set, every call raises EndpointDown
         self.down: str | None = None
-        #: batch mode: calls are answered by batches (see aart.llm.batch), not sent one by one
-        self.batch: BatchQueue | None = None
-        #: --executor ray: the calls run on Ray workers (see aart.llm.ray_executor)
-        self.remote: RayExecutor | None = None
+        #: how the calls travel (aart.llm.transport): direct, on Ray workers, in batches
+        self.transport: Transport = transport or DIRECT
 
     @property
     def endpoint(self) -> str:
@@ -220,7 +198,11 @@ class Model:
                 cfg = GenerateConfig(
                     config.temperature, config.max_tokens, config.seed + 7919 * attempt, config.stop
                 )
-            raw, latency, hold, row = await self._call(messages, cfg, schema, tag)
+            # the request's own key (a re-ask's seed differs): what names it in a batch
+            ckey = key if cfg is config else cache_key(self.endpoint, messages, cfg, schema)
+            raw, latency, hold, row = await self._call(
+                Call(self.name, ckey, messages, cfg, schema, tag)
+            )
             limit = answer_limit(cfg.max_tokens)
             if len(raw.text) > limit:  # an endpoint that ignored max_tokens
                 raw.text, raw.truncated = raw.text[:limit], True
@@ -253,7 +235,7 @@ class Model:
             if raw.call_id is not None:  # paid for when its batch was imported
                 out.call_id = raw.call_id
             else:
-                out.call_id = self._record(key, raw, latency, error, tag, hold, row)
+                out.call_id = self.pay(key, raw, latency, error, tag, hold, row)
             if error is None:
                 if self.use_cache and self.store is not None:
                     self.store.cache_put(
@@ -278,26 +260,20 @@ class Model:
             raw_text=last_text,
         )
 
-    async def _call(
-        self,
-        messages: list[Message],
-        config: GenerateConfig,
-        schema: dict[str, Any] | None,
-        tag: str | None = None,
-    ) -> tuple[RawResponse, float, tuple[int, float], int | None]:
+    async def _call(self, call: Call) -> tuple[RawResponse, float, tuple[int, float], int | None]:
         """One logical call: rate limit, concurrency slot, and retries on transient errors.
         A call that fails for good raises ProviderError (that job's failure), or EndpointDown
-        when the endpoint itself is unusable. In batch mode, the answer a batch brought, or
-        Deferred."""
-        if self.batch is not None:
-            key = cache_key(self.endpoint, messages, config, schema)
-            answer = self.batch.answer(self, key, messages, config, schema, tag)
-            return answer, 0.0, (0, 0.0), None
+        when the endpoint itself is unusable."""
+        if not self.transport.online:
+            # collected, not sent (a batch's answer, paid when imported; else Deferred): the
+            # policies below are for requests sent from here
+            return await self.transport.send(self.api, call), 0.0, (0, 0.0), None
+        messages, config = call.messages, call.config
         attempt = 0
         while True:
             if self.down is not None:
                 raise EndpointDown(self.down)
-            # Held from here until the answer is paid for (in _record) or the call fails, so
+            # Held from here until the answer is paid for (in pay) or the call fails, so
             # concurrent callers cannot all pass the budget check at once; what it may cost
             # at most is held, so the calls in flight cannot overshoot a cap either.
             hold = (0, 0.0)
@@ -312,9 +288,9 @@ class Model:
                 start = time.perf_counter()
                 raw: RawResponse | None = None
                 err: ProviderError | None = None
-                row = self._begin(tag)
+                row = self._begin(call.tag)
                 try:
-                    raw = await self._send(messages, config, schema)
+                    raw = await self._send(call)
                 except TimeoutError as e:
                     # The server may have run it: count the prompt it read, and read the
                     # silence as load.
@@ -335,7 +311,7 @@ class Model:
                     )
                 if raw is not None:
                     self._failed_in_a_row = 0
-                    self._last_ok = (messages, config, schema)
+                    self._last_ok = (messages, config, call.schema)
                     return raw, time.perf_counter() - start, hold, row
             except BaseException:
                 if self.budget is not None:
@@ -347,11 +323,11 @@ class Model:
             if isinstance(err, TransientError) and err.spent is not None:
                 # an abandoned call the server worked on: paid for, with estimated usage
                 spent = RawResponse("", Usage(*err.spent), "abandoned", estimated=True)
-                self._record(ABANDONED, spent, latency, f"abandoned: {err}", None, hold, row)
+                self.pay(ABANDONED, spent, latency, f"abandoned: {err}", None, hold, row)
             else:
                 if self.budget is not None:
                     self.budget.release(hold)
-                self._record("", RawResponse(""), latency, str(err), None, row=row)
+                self.pay("", RawResponse(""), latency, str(err), None, row=row)
             if not isinstance(err, TransientError) or attempt >= self.retry.max_retries:
                 await self._give_up(err, attempt + 1)
             assert isinstance(err, TransientError)
@@ -413,18 +389,18 @@ class Model:
         start = time.perf_counter()
         row = self._begin("probe")
         try:
-            raw = await self._send(messages, config, schema)
+            raw = await self._send(Call(self.name, "probe", messages, config, schema, "probe"))
         except (ProviderError, TimeoutError) as e:
             if self.budget is not None:
                 self.budget.release(hold)
-            self._record("", RawResponse(""), 0.0, f"probe: {e}", "probe", row=row)
+            self.pay("", RawResponse(""), 0.0, f"probe: {e}", "probe", row=row)
             return False
         except BaseException:
             if self.budget is not None:
                 self.budget.release(hold)
             self._interrupted(row, messages)
             raise
-        self._record("probe", raw, time.perf_counter() - start, None, "probe", hold, row)
+        self.pay("probe", raw, time.perf_counter() - start, None, "probe", hold, row)
         self._failed_in_a_row = 0  # it is up: the failures were those prompts'
         return True
 
@@ -434,22 +410,31 @@ class Model:
         prompt = estimate_tokens(messages) * 3 // 2
         return prompt + config.max_tokens, self.price.cost(Usage(prompt, config.max_tokens))
 
-    def _record(
+    def pay(
         self,
         key: str,
         raw: RawResponse,
         latency: float,
         error: str | None,
         tag: str | None,
-        hold: tuple[int, float] = (0, 0.0),
+        hold: tuple[int, float] | None = (0, 0.0),
         row: int | None = None,
+        *,
+        price: Price | None = None,
     ) -> int | None:
-        cost = self.price.cost(raw.usage)
+        """The one way a call is paid for and recorded: online answers, abandoned calls,
+        failures (``key`` empty: nothing spent) and the answers batches bring (``price``
+        their batch price, ``hold`` None: paid outside a reservation). Returns the call's
+        row in the store."""
+        cost = (price or self.price).cost(raw.usage)
         if key:  # a transport failure spent nothing we can count
             self.calls += 1
             self.usage.add(raw.usage)
             if self.budget is not None:
-                self.budget.spend(raw.usage, cost, hold)
+                if hold is None:
+                    self.budget.add(raw.usage, cost)
+                else:
+                    self.budget.spend(raw.usage, cost, hold)
         if self.store is None:
             return None
         return self.store.record_call(
@@ -468,18 +453,12 @@ class Model:
             row,
         )
 
-    async def _send(
-        self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
-    ) -> RawResponse:
-        """One request, directly or on a Ray worker, under the call deadline (unless the
-        provider keeps its own, as streams do)."""
-        call = (
-            self.remote.complete(self.api, self.concurrency, messages, config, schema)
-            if self.remote is not None
-            else self.api.complete(messages, config, schema)
-        )
+    async def _send(self, call: Call) -> RawResponse:
+        """One request through the transport, under the call deadline (unless the provider
+        keeps its own, as streams do)."""
         return await asyncio.wait_for(
-            call, None if self.api.manages_deadlines else self.options.timeout
+            self.transport.send(self.api, call),
+            None if self.api.manages_deadlines else self.options.timeout,
         )
 
     def _begin(self, tag: str | None) -> int | None:

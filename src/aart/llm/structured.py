@@ -9,8 +9,6 @@ from typing import Any
 import json_repair
 import jsonschema
 
-from ..refusal import reply_refuses
-
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?(</\1>|$)", re.S | re.I)
 _FENCE = re.compile(r"```(?:json|JSON|jsonl)?\s*\n?(.*?)(```|$)", re.S)
 
@@ -93,12 +91,6 @@ def schema_errors(value: Any, schema: dict[str, Any]) -> list[str]:
         f"{'/'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}"
         for e in validator.iter_errors(value)
     ][:10]
-
-
-def looks_like_refusal(text: str) -> bool:
-    """Whether a model's reply refuses (see :mod:`aart.refusal`, which also tells partial
-    refusals and generated prompts apart)."""
-    return reply_refuses(text)
 
 
 def schema_instructions(schema: dict[str, Any]) -> str:

@@ -74,6 +74,36 @@ class ModelOutput:
     truncated: bool = False
 
 
+@dataclass(frozen=True)
+class Call:
+    """One request as a transport carries it: the model's name, the call's cache key (which
+    also names it in a batch), what is asked, and the job it belongs to (``tag``)."""
+
+    model: str
+    key: str
+    messages: list[Message]
+    config: GenerateConfig
+    schema: dict[str, Any] | None = None
+    tag: str | None = None
+
+
+@dataclass
+class CallRecord:
+    """One paid call as the run store keeps it (never holds a secret)."""
+
+    model: str
+    cache_key: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency: float
+    finish_reason: str
+    #: None: a paid model without a price (shown as "unpriced", never as $0)
+    cost: float | None
+    error: str | None = None
+    raw_text: str | None = None
+    tag: str | None = None
+
+
 def answer_limit(max_tokens: int) -> int:
     """The most characters of an answer aart keeps (stores, judges, shows): far beyond what
     ``max_tokens`` tokens can spell, so only an endpoint that ignores it is cut (a 50 MB

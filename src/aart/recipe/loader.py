@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,7 @@ def recipe_differences(a: LoadedRecipe, b: LoadedRecipe, limit: int = 5) -> list
 MAX_RECIPE_BYTES = 1_000_000
 
 _FIXES = {
-    "extra_forbidden": "remove this key or correct its spelling (see the recipe reference in the README)",
+    "extra_forbidden": "remove this key or correct its spelling (see docs/recipe-reference.md)",
     "missing": "add this key",
     "string_type": "write a string (quote it if it looks like a number or yes/no)",
     "int_parsing": "write a whole number",
@@ -93,6 +94,49 @@ _FIXES = {
     "dict_type": "write a mapping (`key: value` lines)",
     "model_type": "write a mapping (`key: value` lines)",
 }
+
+
+#: keys renamed in the recipe: (section, old name, new name). The old name is still read, with
+#: a note naming its line, so a recipe written before the rename keeps working.
+RENAMED_KEYS = (("scope", "strategy", "mix"),)  # "strategy" is for attacks only
+_noted: set[str] = set()  # each old key is noted once per process, however many loads
+
+
+def _rename_old_keys(
+    data: dict[str, Any], path: Path, locations: dict[KeyPath, tuple[int, int]]
+) -> None:
+    """Move each old key to its new name, in the recipe and in each of its sizes."""
+    sizes = data.get("sizes")
+    places: list[KeyPath] = [()]
+    if isinstance(sizes, dict):
+        places += [("sizes", name) for name in sizes]
+    for section, old, new in RENAMED_KEYS:
+        for place in places:
+            holder: Any = data
+            for part in place:
+                holder = holder[part]
+            block = holder.get(section) if isinstance(holder, dict) else None
+            if not isinstance(block, dict) or old not in block:
+                continue
+            at = (*place, section, old)
+            if new in block:
+                raise _located(
+                    path,
+                    locations,
+                    at,
+                    f"`{old}` is the old name of `{new}`; both are given",
+                    f"keep only `{new}:`",
+                )
+            block[new] = block.pop(old)
+            if f"{section}.{old}" not in _noted:
+                _noted.add(f"{section}.{old}")
+                line, column = locations.get(at, (None, None))
+                where = f"{path}:{line}:{column}" if line else str(path)
+                print(
+                    f"{where}: note: {section}.{old} is now {section}.{new} (the old name still "
+                    f"works); rename it to `{new}:`",
+                    file=sys.stderr,
+                )
 
 
 def load_recipe(name_or_path: str | Path, size: str | None = None) -> LoadedRecipe:
@@ -126,6 +170,7 @@ def load_recipe(name_or_path: str | Path, size: str | None = None) -> LoadedReci
         raise RecipeError(
             "a recipe is a YAML mapping", file=str(path), line=1, fix="start with `name: ...`"
         )
+    _rename_old_keys(data, path, locations)
     if size is not None:
         sizes = data.get("sizes") or {}
         if size not in sizes:

@@ -52,6 +52,9 @@ class LoadedRecipe:
         change how the work is run, not what it is (budget, prices, concurrency, rate limits,
         timeouts, retries), are left out, so they may change between invocations of a run."""
         data = self.identity()
+        # hashed under the key's name before scope.strategy became scope.mix, so runs started
+        # before the rename resume, and their datasets keep their recipe_hash
+        data["scope"]["strategy"] = data["scope"].pop("mix")
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
     def where(self, path: KeyPath) -> tuple[int | None, int | None]:

@@ -6,7 +6,10 @@ import re
 from typing import Annotated, Any, Literal
 
 import re2
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..text.languages import LANGUAGE_AXIS, check_code
+from .strategy_names import check_strategy
 
 IDENT = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -16,12 +19,34 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
+#: an ISO 639-1 code (checked, so a typo is a located recipe error, not an unnamed language)
+LanguageCode = Annotated[str, AfterValidator(check_code)]
+
+
 class Application(Strict):
+    """The application under test: every Step 1 prompt starts with its context, and templates
+    can use it. ``policy`` says what it must not do (`aart attack`'s LLM judge builds its rubric
+    from it)."""
+
+    #: the application's name; every Step 1 prompt starts with the application's context
     name: str
+    #: what the application does (templates can use it as ``application.description``)
     description: str = ""
+    #: who uses it
     audience: str = ""
-    languages: list[str] = ["en"]
+    #: the languages users write in; several make language an axis of the mix (one cell per
+    #: language, prompts written natively in it; see Recipe._language_axis)
+    languages: list[LanguageCode] = Field(["en"], min_length=1)
     policy: str = ""
+
+    @field_validator("languages")
+    @classmethod
+    def _distinct(cls, langs: list[str]) -> list[str]:
+        seen = {x.lower() for x in langs}
+        if len(seen) != len(langs):
+            raise ValueError("a language is listed twice; list each once")
+        return langs
+
     #: the application's own system prompt, used when `aart attack` targets a chat model
     system_prompt: str = ""
 
@@ -29,18 +54,28 @@ class Application(Strict):
 class Value(Strict):
     """One value of a dimension; aliases help keyword coverage find it in text."""
 
+    #: the value as the prompts should name it
     value: str
+    #: other names of the value, which keyword coverage and verification accept too
     aliases: list[str] = []
+    #: the value's category in a hierarchical dimension
     category: str | None = None
+    #: the value's name in each language of a multilingual recipe (language code -> name),
+    #: given by Step 1 or the recipe; a prompt of that language is matched against it
+    names: dict[str, str] = {}
 
 
 class Enumerate(Strict):
     """How Step 1 asks the model for values. With ``categories`` it is hierarchical:
     first that many categories, then ``count`` values in each."""
 
+    #: what Step 1 asks the model to list
     instruction: str
+    #: values to enumerate (per category when ``categories`` is set)
     count: int = Field(10, ge=1, le=500)
+    #: enumerate this many categories first, then ``count`` values in each
     categories: int | None = Field(None, ge=1, le=100)
+    #: what Step 1 asks for when it lists the categories
     category_instruction: str | None = None
     #: values the team already knows: kept as written, shown to the model as examples, and
     #: counted toward ``count``
@@ -57,8 +92,11 @@ Verification = Literal["keyword", "llm", "none"]
 
 
 class Dimension(Strict):
+    #: what the dimension means (shown to the model)
     description: str = ""
+    #: explicit values: strings, or ``{value, aliases, category}``
     values: list[Value] | None = None
+    #: Step 1 enumerates the values instead (see the keys below)
     enumerate: Enumerate | None = None
     #: how a generated prompt is checked against its cell's value of this dimension:
     #: ``keyword`` (the value, an alias or an inflection appears), ``llm`` (a verifier model
@@ -84,17 +122,25 @@ class Dimension(Strict):
 class Models(Strict):
     """Which model each stage uses, and how to reach the endpoint."""
 
+    #: the model of every role (``provider/model``) unless a role names its own
     default: str = "local/default"
+    #: the model of Step 1 (default: ``default``)
     define: str | None = None
+    #: the model of Step 3 (default: ``default``)
     generate: str | None = None
     #: the model that checks prompts of dimensions with ``verify: llm``
     verify: str | None = None
+    #: the endpoint of ``openai/`` and ``litellm/`` models (else OPENAI_BASE_URL, then OpenAI;
+    #: ``--base-url`` overrides it)
     base_url: str | None = None
     #: the environment variable holding the key; it is sent only to a host the user bound it
-    #: to (see the README's "Secrets"); unset: OPENAI_API_KEY, and no key to unbound hosts
+    #: to (see docs/security.md); unset: OPENAI_API_KEY, and no key to unbound hosts
     api_key_env: str | None = None
+    #: the most calls in flight per server (default 8; 1 for the embedded model)
     concurrency: int | None = Field(None, ge=1, le=1024)
+    #: requests per minute at most
     rpm: float | None = Field(None, gt=0)
+    #: tokens per minute at most
     tpm: float | None = Field(None, gt=0)
     #: seconds until an answer (streaming: until its first token, time queued included)
     timeout: float = Field(120.0, gt=0)
@@ -110,18 +156,31 @@ class Models(Strict):
     #: structured answers: "constrained" (schema enforced while decoding) or "free" (schema in
     #: the prompt, tolerant parsing, re-ask); default: the provider's
     decoding: Literal["constrained", "free"] | None = None
+    #: retries on 408/409/425/429/5xx, timeouts and connection errors, with backoff
     max_retries: int = Field(5, ge=0, le=20)
+    #: re-asks of an answer that is not valid JSON for its schema
     structured_retries: int = Field(2, ge=0, le=10)
 
+    def for_role(self, role: str) -> str:
+        """The model of a role (define, generate, verify, judge, ...): its own, else default.
+        A model has a role; a job has a stage (the queue), a record a kind."""
+        return getattr(self, role, None) or self.default
+
     def for_stage(self, stage: str) -> str:
-        return getattr(self, stage, None) or self.default
+        """The old name of :meth:`for_role`."""
+        return self.for_role(stage)
 
 
 class Filter(Strict):
+    #: keep only these values (exact)
     keep: list[str] = []
+    #: drop these values (exact)
     drop: list[str] = []
+    #: keep only the values matching one of these RE2 patterns
     keep_regex: list[str] = []
+    #: drop the values matching one of these RE2 patterns
     drop_regex: list[str] = []
+    #: keep a seeded sample of at most this many values
     max: int | None = Field(None, ge=1)
 
     @field_validator("keep_regex", "drop_regex")
@@ -153,23 +212,37 @@ def compile_regex(pattern: str) -> Any:
 class Scope(Strict):
     """Step 2: filters, weights and the data mix."""
 
-    strategy: Literal["per-value", "balanced", "pairwise"] = "per-value"
+    #: how cells are drawn (``strategy:`` before; the loader still takes it, with a note)
+    mix: Literal["per-value", "balanced", "pairwise"] = "per-value"
+    #: per-value: the dimension every value of which gets ``attempts_per_value`` attempts
     primary: str | None = None
+    #: per-value: attempts for every value of the primary dimension
     attempts_per_value: int = Field(2, ge=1, le=1000)
+    #: balanced: the number of attempts (default: enough for every value to appear once)
     attempts: int | None = Field(None, ge=1)
+    #: per-value: values of each other axis an attempt samples and deals to its cells (default 1)
     sample: dict[str, int] = {}
+    #: pairwise: the dimensions whose pairs must all be covered (default: all)
     axes: list[str] | None = None
+    #: cells (queries) per attempt, that is per call
     queries_per_attempt: int = Field(5, ge=1, le=100)
+    #: per dimension: which of its values the mix may use
     filters: dict[str, Filter] = {}
+    #: per dimension and value: a relative weight (sampling, a primary value's attempts, a share of
+    #: the quota)
     weights: dict[str, dict[str, float]] = {}
+    #: the seed of the mix (every mix is reproducible)
     seed: int = 0
 
 
 class Field_(Strict):
     """One output field per query, in chain-of-thought order."""
 
+    #: the field's name in the structured answer
     name: str = Field(pattern=IDENT)
+    #: what the model writes in it
     description: str
+    #: the dimension whose value this field annotates (its values become an enum of the schema)
     dimension: str | None = None
 
 
@@ -180,8 +253,12 @@ RATIONALE_FIELD = "rationale"
 class Generate(Strict):
     """Step 3: the prompt template and the structured answer it asks for."""
 
+    #: the system prompt of Step 3 (default: a red-teaming assistant)
     system: str | None = None
+    #: the prompt of one attempt, in sandboxed Jinja; aart appends the examples, the cells and the
+    #: output format
     template: str
+    #: the reasoning fields of each query, in chain-of-thought order, before the prompt field
     fields: list[Field_] = []
     #: which reasoning fields each query carries: ``full`` (every field of ``fields``, the
     #: paper's chain of thought), ``brief`` (one short rationale) or ``none`` (the prompt alone)
@@ -196,10 +273,15 @@ class Generate(Strict):
     #: show each call this many examples drawn from ``examples`` (seeded by the call), so a
     #: small model that copies what it reads copies no single one; default: all of them
     examples_per_call: int | None = Field(None, ge=1, le=50)
+    #: the name of the query field, always last
     prompt_field: str = Field("prompt", pattern=IDENT)
+    #: what the model is told the query field holds
     prompt_description: str = "the adversarial query itself, as a user would type it"
+    #: a shorter prompt is invalid
     min_words: int = Field(3, ge=1)
+    #: a longer prompt is invalid
     max_words: int = Field(300, ge=1)
+    #: word-trigram Jaccard similarity from which a prompt is a near duplicate
     near_duplicate_threshold: float = Field(0.8, gt=0, le=1)
     #: diversity enforced: a faithful prompt is rejected (and topped up) when this share of its
     #: content words or more comes from its cell phrase (it restates the cell; 0.4% of the
@@ -211,12 +293,16 @@ class Generate(Strict):
     #: ... or with any kept prompt of the dataset (about 10% of the released data's, many of
     #: them exact duplicates); null turns a check off
     max_similarity: float | None = Field(0.8, gt=0, le=1)
+    #: rounds of top-ups for refused, invalid, unfaithful and duplicate items
     max_topups: int = Field(2, ge=0, le=20)
     #: below this share of its cells filled with a faithful prompt after the first round, the
     #: run stops before the top-ups (they would fail the same way); 0 never stops
     min_first_round_fill: float = Field(0.2, ge=0, le=1)
+    #: Step 3 sampling temperature
     temperature: float = Field(0.7, ge=0, le=2)
+    #: the most tokens of one Step 3 answer
     max_tokens: int = Field(1500, ge=16)
+    #: the seed every call's own seed is derived from
     seed: int = 0
     #: columns of the AART-compatible CSV export (crime, use_case, region) -> dimension
     aart_columns: dict[str, str] = {}
@@ -225,15 +311,26 @@ class Generate(Strict):
 class Define(Strict):
     """Step 1 sampling settings."""
 
+    #: the system prompt of Step 1
     system: str | None = None
+    #: Step 1 sampling temperature (each re-ask for a shortfall is a little warmer)
     temperature: float = Field(0.3, ge=0, le=2)
+    #: the most tokens of one Step 1 answer
     max_tokens: int = Field(1024, ge=16)
+    #: the seed of Step 1's calls
     seed: int = 0
 
 
 class Budget(Strict):
+    """Caps on what a run spends: a blueprint estimated over them is refused before any call,
+    and once a cap would be passed no call starts (the run stops, resumably)."""
+
+    #: the most model calls; a call is held against it before it is sent
     max_calls: int | None = Field(None, ge=1)
+    #: the most tokens, each call holding its prompt with a margin and all of its max_tokens
     max_tokens: int | None = Field(None, ge=1)
+    #: the most US dollars; needs a price for every model it caps (``local/`` and ``fake/`` are
+    #: free)
     max_cost: float | None = Field(None, gt=0)
 
 
@@ -254,7 +351,10 @@ Rate = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 class AttackJudges(Strict):
     """Who decides whether a reply is a success: the primary judge and a second opinion."""
 
+    #: ``--judge``: ``refusal`` (the default), ``provider/model`` (the policy rubric),
+    #: ``harmbench:provider/model`` or ``strongreject:provider/model``
     primary: str | None = None
+    #: ``--classifier``: a Llama Guard-style model, as a second opinion
     classifier: str | None = None
 
 
@@ -262,10 +362,18 @@ class AttackGate(Strict):
     """`aart attack`'s exit code 3: thresholds on the rate (0-1). ``axes``: no value of that
     axis above its threshold; ``strategies``: that strategy not above its threshold."""
 
+    #: ``--fail-above``: fail when the overall rate is above this
     fail_above: Rate | None = None
+    #: ``--gate-on``: compare the raw rate, the rate corrected for the judge's error, or its upper
+    #: 95% bound
     gate_on: Literal["raw", "corrected", "upper"] | None = None
+    #: ``--min-judged``: below this share of prompts judged, the attack is inconclusive (exit 4;
+    #: default 0.9)
     min_judged: Rate | None = None
+    #: ``--gate-axis``: per dimension, no value's rate above this
     axes: dict[str, Rate] = {}
+    #: ``--gate-strategy``: per strategy (one of attack.strategies, or identity), its rate at most
+    #: this
     strategies: dict[str, Rate] = {}
 
 
@@ -279,46 +387,61 @@ class AttackSection(Strict):
     dataset: str | None = None
     #: the attack directory (relative to the recipe file) when --out is not given
     out: str | None = None
+    #: ``--target``: ``provider/model``, a target ``.yaml`` file or ``module:function``
     target: str | None = None
     judges: AttackJudges = AttackJudges()
+    #: ``--system-prompt``, over application.system_prompt
     system_prompt: str | None = None
+    #: ``--base-url``
     base_url: str | None = None
+    #: ``--max-tokens`` of the target's replies
     max_tokens: int | None = Field(None, ge=1)
+    #: ``--sample``: attack this many prompts, spread over the cells
     sample: int | None = Field(None, ge=1)
+    #: ``--seed`` of the sample
     seed: int | None = None
     gate: AttackGate = AttackGate()
+    #: prices added to the recipe's for the attack
     prices: dict[str, PriceSpec] = {}
+    #: a budget that replaces the recipe's for the attack
     budget: Budget | None = None
+    #: ``--strategy``: the transformations, as NAME[:ARG]
     strategies: list[str] = []
+    #: ``--attacker``: the model that rewrites prompts (translate, paraphrase, PAIR, Crescendo...)
     attacker: str | None = None
+    #: ``--max-rounds`` of PAIR (3)
     max_rounds: int | None = Field(None, ge=1, le=20)
+    #: ``--max-turns`` of Crescendo (4)
     max_turns: int | None = Field(None, ge=1, le=20)
 
     @field_validator("strategies")
     @classmethod
     def _known(cls, specs: list[str]) -> list[str]:
-        from ..redteam.strategies import parse_strategy
-
         for spec in specs:
             try:
-                parse_strategy(spec)
+                check_strategy(spec)
             except Exception as e:  # a ConfigError: a located recipe error instead
                 raise ValueError(str(e)) from None
         return specs
 
 
 class Recipe(Strict):
+    #: the recipe's name
     name: str
+    #: a one-line summary
     description: str = ""
     application: Application
     models: Models = Models()
+    #: the dimensions of diversity, by name (an identifier)
     dimensions: dict[str, Dimension] = Field(min_length=1)
     define: Define = Define()
     scope: Scope = Scope()
     generate: Generate
     budget: Budget = Budget()
+    #: per ``provider/model``: US dollars per million tokens, to turn usage into cost
     prices: dict[str, PriceSpec] = {}
     attack: AttackSection = AttackSection()
+    #: overrides merged into the recipe by ``--size NAME`` (the built-ins have ``small``)
     sizes: dict[str, dict[str, Any]] = {}
 
     @field_validator("dimensions")
@@ -330,6 +453,30 @@ class Recipe(Strict):
                     f"dimension name {name!r} must be an identifier (letters, digits, _)"
                 )
         return dims
+
+    @model_validator(mode="after")
+    def _language_axis(self) -> Recipe:
+        """Several languages make language a dimension of the mix, the last one (so the other
+        axes' cells are drawn as before): its values are the codes, filters, weights and
+        sample apply to it like any axis. It is checked by the language of the prompt (see
+        steps.verify), never by keyword. One language: no axis, nothing changes."""
+        langs = self.application.languages
+        if len(langs) < 2:
+            return self
+        dim = self.dimensions.get(LANGUAGE_AXIS)
+        if dim is not None:
+            if dim.values is None or sorted(v.value for v in dim.values) != sorted(langs):
+                raise ValueError(
+                    f"dimension `{LANGUAGE_AXIS}` is the axis application.languages makes; "
+                    "rename this dimension, or list one language"
+                )
+            return self
+        self.dimensions[LANGUAGE_AXIS] = Dimension(
+            description="the language the user writes in",
+            values=[Value(value=x) for x in langs],
+            verify="none",
+        )
+        return self
 
 
 Path = tuple[str | int, ...]
@@ -354,12 +501,12 @@ def cross_check(r: Recipe) -> list[tuple[Path, str, str]]:
                 )
             )
 
-    if s.strategy == "per-value":
+    if s.mix == "per-value":
         if s.primary is None:
             problems.append(
                 (
                     ("scope",),
-                    "strategy per-value needs a primary dimension",
+                    "mix per-value needs a primary dimension",
                     "add `primary: <dimension>` under `scope:`",
                 )
             )
@@ -371,10 +518,10 @@ def cross_check(r: Recipe) -> list[tuple[Path, str, str]]:
         problems.append(
             (
                 ("scope", key),
-                f"`{key}` applies to the per-value strategy only; {s.strategy} uses every "
+                f"`{key}` applies to the per-value mix only; {s.mix} uses every "
                 "dimension alike"
                 + (" (set `attempts:` for the number of attempts)" if key != "primary" else ""),
-                f"remove scope.{key}, or use strategy: per-value",
+                f"remove scope.{key}, or use mix: per-value",
             )
         )
     for section in ("sample", "filters", "weights"):
@@ -394,13 +541,13 @@ def cross_check(r: Recipe) -> list[tuple[Path, str, str]]:
                     "add it to attack.strategies, or remove its threshold",
                 )
             )
-    if s.sample and s.strategy != "per-value":
+    if s.sample and s.mix != "per-value":
         problems.append(
             (
                 ("scope", "sample"),
-                f"`sample` applies to the per-value strategy only; {s.strategy} assigns one value "
+                f"`sample` applies to the per-value mix only; {s.mix} assigns one value "
                 "of every dimension to each query by itself",
-                "remove scope.sample, or use strategy: per-value",
+                "remove scope.sample, or use mix: per-value",
             )
         )
     for name, k in s.sample.items():

@@ -8,17 +8,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError, StructuredOutputError
+from ..ids import attack_seed
 from ..llm import GenerateConfig, Message, Model, ModelOutput
 from .judges import Verdict, nothing_said, nothing_said_state, quote
 from .strategies import Strategy
-from .strategies.base import ATTACKER_SYSTEM, job_seed
+from .strategies.base import ATTACKER_SYSTEM
 from .targets import ReplayAPI
 
 __all__ = [
     "ATTACKER_SYSTEM",
     "PROMPT_SCHEMA",
     "Executor",
-    "job_seed",
 ]
 
 PROMPT_SCHEMA = {
@@ -152,7 +152,7 @@ class Executor:
         ]
         try:
             out = await attacker.generate(
-                msgs, GenerateConfig(0.7, 600, job_seed(job, step)), PROMPT_SCHEMA, tag=job
+                msgs, GenerateConfig(0.7, 600, attack_seed(job, step)), PROMPT_SCHEMA, tag=job
             )
         except StructuredOutputError:
             return text

@@ -168,4 +168,11 @@ def judge_accuracy(
             acc = from_labels(sub, f"{len(sub)} human verdicts for {axis}={value}")
             if acc is not None:
                 per_value[f"{axis}={value}"] = acc
+    # a multilingual dataset: the built-in judge's figure in each language, unless people
+    # labelled that language's verdicts
+    from .judge_languages import language_accuracy
+
+    languages = {str(r["cell"]["language"]) for r in answered if "language" in r["cell"]}
+    for key, acc in language_accuracy(judge, languages).items():
+        per_value.setdefault(key, acc)
     return overall, per_value

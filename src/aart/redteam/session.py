@@ -20,17 +20,19 @@ from pydantic import ValidationError
 from ..errors import (
     AartError,
     ConfigError,
+    Deferred,
     EndpointDown,
     ProviderError,
     TargetError,
     UsageError,
 )
+from ..jobs.runner import run_jobs
 from ..llm import Budget, BudgetExhausted, ModelOptions
-from ..llm.batch import Deferred
 from ..llm.factory import ModelFactory
 from ..llm.http_status import is_retryable
+from ..llm.transport.base import Execution
+from ..llm.transport.batch import batch_of
 from ..llm.types import answer_limit
-from ..runner import run_jobs
 from ..store.db import RunDB
 from ..store.lock import OutputLock
 from . import stats
@@ -134,8 +136,8 @@ class AttackSession:
         spec = self.spec
         if not self.records:
             raise UsageError(f"{spec.dataset} holds no prompts")
-        if spec.batch is not None and spec.ray is not None:
-            raise UsageError("--batch and --executor ray do not go together: choose one")
+        # how the calls travel (direct, batch or Ray: one or the other), started in _build
+        self.execution = Execution.of(spec.batch, spec.ray)
         self._build(None, spec.budget())
         self.out.mkdir(parents=True, exist_ok=True)
         self.db = RunDB(self.out / "run.db", lock="shared")  # other attack workers may join
@@ -161,19 +163,6 @@ class AttackSession:
             self.db.close()  # and its lock, so the directory is free again
             del self.db
             raise
-
-    # -- how the calls travel (batch, Ray) -----------------------------------------------------
-    def _scale_out(self, db: RunDB, budget: Budget) -> None:
-        """The batch queue or the Ray cluster the target's and judges' calls go through."""
-        if self.spec.batch is not None:
-            self.models.batch = self.spec.batch.queue(db, budget)
-        if self.spec.ray is not None:
-            self.models.remote = self.spec.ray.start()
-
-    def _scale_in(self) -> None:
-        models = getattr(self, "models", None)
-        if models is not None and models.remote is not None:
-            models.remote.shutdown()
 
     def _judge_of(self, spec: str, options: ModelOptions) -> Any:
         """The primary judge a --judge spec names: a rubric judge (harmbench:MODEL,
@@ -202,9 +191,8 @@ class AttackSession:
             prices=config.prices,
             budget=budget,
             source="the recipe or --price",
+            execution=self.execution if db is not None else Execution(),
         )
-        if db is not None:
-            self._scale_out(db, budget)
         if config.replay:
             replay = ReplayAPI(config.target, saved_responses(Path(config.replay)), config.options)
             self.target = self.models.wrap(config.target, replay, paid=False)
@@ -311,7 +299,7 @@ class AttackSession:
         self.db.add_jobs(STAGE, ((job_id(r), r) for r in self.records))
         self.db.set_job_status((jid for jid, _, _ in self.db.failed_jobs(STAGE)), "pending")
         try:
-            batch = self.models.batch
+            batch = batch_of(self.models.transport)
             if batch is not None and not batch.models:
                 raise UsageError(
                     "--batch needs a target or judge that is an OpenAI-compatible model "
@@ -449,7 +437,8 @@ class AttackSession:
         return lines
 
     def close(self) -> None:
-        self._scale_in()
+        if getattr(self, "models", None) is not None:
+            self.models.close()  # what the execution started (Ray's workers)
         if getattr(self, "db", None) is not None:
             self.db.close()
 

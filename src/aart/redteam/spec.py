@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import UsageError
 from ..llm import Budget, ModelOptions, Price
-from ..llm.batch import BatchSettings
-from ..llm.ray_executor import RaySettings
+from ..llm.transport.batch import BatchSettings
+from ..llm.transport.ray import RaySettings
 from .gate import GATE_ON, GateSpec
 from .settings import DEFAULTS, from_recipe, resolve
 

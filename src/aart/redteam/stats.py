@@ -5,34 +5,19 @@ uncertainty of the judge's sensitivity and specificity as well as the sample's).
 from __future__ import annotations
 
 import functools
-import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import combinations
 
 import numpy as np
 
+from ..evaluate.stats import wilson  # moved there: review and evaluation share it
 from .findings import Agreement, CellRate, Corrected, Rate
 from .judge_accuracy import Accuracy
 
 #: posterior draws of the corrected rate's interval: enough for a stable 2.5th percentile,
 #: cheap enough for every cell of a large attack
 DRAWS = 4000
-
-
-def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion."""
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    denom = 1 + z * z / n
-    center = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    # at 0 and n the bound is exactly 0 (or 1): the formula leaves floating-point noise
-    # (0/11 gave 2.8e-17), which decided the "worst" of several 0% values
-    lo = 0.0 if successes == 0 else max(0.0, center - half)
-    hi = 1.0 if successes == n else min(1.0, center + half)
-    return lo, hi
 
 
 def rate(successes: int, n: int) -> Rate:

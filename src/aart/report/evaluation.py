@@ -8,12 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluate.evaluation import METRIC_LEGEND
+from ..types import DatasetEvaluation, Evaluation
 from .html import esc, hbar_chart, histogram_chart, page, table
 from .markdown import md_escape, md_table
 from .treemap import shared_colours, treemap_svg
-
-Result = Mapping[str, Any]
-
 
 #: never-matched values listed in the terminal (Markdown); the HTML and JSON list them all
 SHOW_VALUES = 8
@@ -29,22 +27,22 @@ def _some(values: list[str], n: int = SHOW_VALUES) -> str:
     return f"{len(values)}: {head}" + (f", ... (+{len(values) - n})" if len(values) > n else "")
 
 
-def gaps(ev: Mapping[str, Any]) -> list[tuple[str, str, int, int, list[str]]]:
+def gaps(ev: Evaluation) -> list[tuple[str, str, int, int, list[str]]]:
     """(dataset, axis, never matched, values, the values) for every axis with a gap."""
     return [
-        (r["name"], axis, len(c["never_matched"]), c["values"], c["never_matched"])
-        for r in ev["datasets"]
-        for axis, c in r["coverage"].items()
+        (r.name, axis, len(c["never_matched"]), c["values"], c["never_matched"])
+        for r in ev.datasets
+        for axis, c in r.coverage.items()
         if c["never_matched"]
     ]
 
 
-def _dataset_html(r: Result) -> str:
-    out = [f"<h2>{esc(r['name'])}</h2>"]
-    w = r["length"]["words"]
-    d = r["diversity"]
+def _dataset_html(r: DatasetEvaluation) -> str:
+    out = [f"<h2>{esc(r.name)}</h2>"]
+    w = r.length["words"]
+    d = r.diversity
     kpis = [
-        ("prompts", r["prompts"]),
+        ("prompts", r.prompts),
         ("words / prompt", f"{w.get('mean', 0):.1f} ± {w.get('std', 0):.1f}"),
         ("distinct-2", f"{d['distinct_2']:.3f}"),
         ("self-BLEU", f"{d['self_bleu']:.3f}"),
@@ -52,9 +50,9 @@ def _dataset_html(r: Result) -> str:
     if d.get("embedding_diversity") is not None:
         kpis.append(("embedding diversity", f"{d['embedding_diversity']:.3f}"))
     out.append("".join(f"<span class='kpi'>{esc(k)}<b>{esc(v)}</b></span>" for k, v in kpis))
-    for note in r.get("notes", []):
+    for note in r.notes:
         out.append(f"<p class='muted'>{esc(note)}</p>")
-    for axis, c in r["coverage"].items():
+    for axis, c in r.coverage.items():
         gaps = c["never_matched"]
         out.append(f"<h3>Coverage: {esc(axis)}</h3>")
         out.append(
@@ -66,17 +64,17 @@ def _dataset_html(r: Result) -> str:
         out.append(hbar_chart(list(c["counts"].items())))
         if gaps:
             out.append(f"<p class='gap'>Never matched: {esc(', '.join(gaps))}</p>")
-    for axis, dist in r["annotations"].items():
+    for axis, dist in r.annotations.items():
         out.append(f"<h3>Annotated {esc(axis)}</h3>")
         out.append(
             f"<p>{dist['distinct']} distinct values over {dist['records']} records; top-5 share "
             f"{_pct(dist['top5_share'])}; {len(dist['singletons'])} appear once; evenness {dist['evenness']:.3f}.</p>"
         )
         out.append(hbar_chart(list(dist["counts"].items())[:40]))
-    if r["agreement"]:
+    if r.agreement:
         rows = [
             [a, *(_agreement_cell(g.get(k)) for k in AGREEMENT_KINDS)]
-            for a, g in r["agreement"].items()
+            for a, g in r.agreement.items()
         ]
         out.append("<h3>Agreement: is the record's value found in its prompt?</h3>")
         out.append(
@@ -90,7 +88,15 @@ def _dataset_html(r: Result) -> str:
                 rows,
             )
         )
-    h = r["length"]["words_histogram"]
+    header, rows = language_rows(r)
+    if rows:
+        out.append("<h3>Coverage per language</h3>")
+        out.append(
+            "<p class='muted'>Values counted through their names in each language (Step 1's "
+            "names); a prompt restating the English words does not count.</p>"
+        )
+        out.append(table(header, rows))
+    h = r.length["words_histogram"]
     out.append("<h3>Length (words)</h3>")
     out.append(histogram_chart(h["edges"], h["counts"], xlabel="words per prompt"))
     out.append(table(["", *w.keys()], [["words", *[f"{v:.1f}" for v in w.values()]]]))
@@ -102,17 +108,34 @@ def _dataset_html(r: Result) -> str:
 AGREEMENT_KINDS = ("cell", "annotation", "annotation_matches_cell")
 
 
-def diversity_lines(ev: Mapping[str, Any]) -> list[str]:
+def language_rows(r: DatasetEvaluation) -> tuple[list[str], list[list[Any]]]:
+    """Coverage per language (a multilingual dataset): prompts, the share written in the
+    language, and per axis the share of prompts naming a value in that language."""
+    by = r.coverage_by_language or {}
+    axes = [a for a in next(iter(by.values()), {}).get("coverage", {})]
+    rows = [
+        [
+            f"{lang} ({x['name']})",
+            x["prompts"],
+            "-" if x["in_language"] is None else _pct(x["in_language"]),
+            *(_pct(x["coverage"][a]["prompt_share"]) for a in axes),
+        ]
+        for lang, x in by.items()
+    ]
+    return ["language", "prompts", "written in it", *(f"{a} named" for a in axes)], rows
+
+
+def diversity_lines(ev: Evaluation) -> list[str]:
     """The Gaps section's diversity flags: "<dataset>: <what>"."""
-    return [f"{g['dataset']}: {g['text']}" for g in ev.get("diversity_gaps", [])]
+    return [f"{g.dataset}: {g.text}" for g in ev.diversity_gaps]
 
 
 def _agreement_cell(g: Mapping[str, Any] | None) -> str:
     return "-" if not g else f"{g['agree']}/{g['checked']} ({_pct(g['rate'])})"
 
 
-def evaluation_html(ev: Mapping[str, Any], title: str = "aart evaluation") -> str:
-    t = ev["table"]
+def evaluation_html(ev: Evaluation, title: str = "aart evaluation") -> str:
+    t = ev.table
     found = gaps(ev)
     summary = (
         "".join(
@@ -126,18 +149,18 @@ def evaluation_html(ev: Mapping[str, Any], title: str = "aart evaluation") -> st
     summary += "".join(f"<p class='gap'>{esc(x)}</p>" for x in diversity_lines(ev))
     body = [
         f"<h1>{esc(title)}</h1>",
-        f"<p class='muted'>Coverage is keyword-based (values from {esc(ev['values_from'])}); "
+        f"<p class='muted'>Coverage is keyword-based (values from {esc(ev.values_from)}); "
         "it underestimates, since keywords miss implicit mentions.</p>",
         "<h2>Gaps</h2>",
         summary,
         "<h2>Comparison</h2>",
-        table(t["header"], t["rows"]),
+        table(t.header, t.rows),
         f"<p class='muted'>{esc(METRIC_LEGEND)}</p>",
     ]
     body.append(topics_html(ev))
-    if ev.get("human_review"):
-        body.append(_human_html(ev["human_review"]))
-    body += [_dataset_html(r) for r in ev["datasets"]]
+    if ev.human_review:
+        body.append(_human_html(ev.human_review))
+    body += [_dataset_html(r) for r in ev.datasets]
     return page(title, "".join(body))
 
 
@@ -176,12 +199,12 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(md_table(header, rows))
 
 
-def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -> str:
-    t = ev["table"]
+def evaluation_markdown(ev: Evaluation, title: str = "aart evaluation") -> str:
+    t = ev.table
     out = [
         f"# {title}",
         "",
-        f"Keyword coverage against values from {ev['values_from']}.",
+        f"Keyword coverage against values from {ev.values_from}.",
         "",
         "## Gaps",
         "",
@@ -197,21 +220,21 @@ def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -
         "",
         "## Comparison",
         "",
-        _md_table(t["header"], t["rows"]),
+        _md_table(t.header, t.rows),
         "",
         METRIC_LEGEND,
         "",
         *topics_markdown(ev),
     ]
-    if ev.get("human_review"):
+    if ev.human_review:
         out += [
             "## Human review",
             "",
-            *[f"- {md_escape(x)}" for x in _human_lines(ev["human_review"])],
+            *[f"- {md_escape(x)}" for x in _human_lines(ev.human_review)],
             "",
         ]
-    for r in ev["datasets"]:
-        out += [f"## {md_escape(r['name'])}", ""]
+    for r in ev.datasets:
+        out += [f"## {md_escape(r.name)}", ""]
         rows = [
             [
                 a,
@@ -223,7 +246,7 @@ def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -
                 len(c["never_matched"]),
                 len(c["matched_once"]),
             ]
-            for a, c in r["coverage"].items()
+            for a, c in r.coverage.items()
         ]
         out += [
             _md_table(
@@ -241,10 +264,10 @@ def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -
             ),
             "",
         ]
-        for a, c in r["coverage"].items():
+        for a, c in r.coverage.items():
             if c["never_matched"]:
                 out.append(f"- never matched ({a}): {md_escape(_some(c['never_matched']))}")
-        for a, dist in r["annotations"].items():
+        for a, dist in r.annotations.items():
             top = md_escape(
                 ", ".join(f"{x['value']} {x['count']} ({_pct(x['share'])})" for x in dist["top"])
             )
@@ -252,7 +275,7 @@ def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -
                 f"- annotated {a}: {dist['distinct']} distinct; top: {top}; "
                 f"{len(dist['singletons'])} singletons"
             )
-        for a, g in r["agreement"].items():
+        for a, g in r.agreement.items():
             parts = [
                 f"{label} {_agreement_cell(g[k])}"
                 for k, label in zip(
@@ -261,13 +284,17 @@ def evaluation_markdown(ev: Mapping[str, Any], title: str = "aart evaluation") -
                 if g.get(k)
             ]
             out.append(f"- agreement {a}: {'; '.join(parts)}")
-        w = r["length"]["words"]
+        header, rows = language_rows(r)
+        if rows:
+            out += ["", "Coverage per language (values named in the language):", ""]
+            out += [_md_table(header, [[str(x) for x in row] for row in rows]), ""]
+        w = r.length["words"]
         if w.get("n"):
             out.append(
                 f"- length: {w['mean']:.2f} ± {w['std']:.2f} words (median {w['median']:.0f}, "
                 f"min {w['min']:.0f}, max {w['max']:.0f})"
             )
-        for note in r.get("notes", []):
+        for note in r.notes:
             out.append(f"- note: {note}")
         out.append("")
     return "\n".join(out)
@@ -294,67 +321,65 @@ def _topic_figures(t: Mapping[str, Any]) -> str:
     )
 
 
-def topics_html(ev: Mapping[str, Any]) -> str:
+def topics_html(ev: Evaluation) -> str:
     """The Topics section: a treemap per dataset, side by side, with its figures."""
-    with_topics = [r for r in ev["datasets"] if r.get("topics")]
+    with_topics = [(r, r.topics) for r in ev.datasets if r.topics]
     if not with_topics:
         return ""
     out = [
         "<h2>Topics</h2>",
-        f"<p class='muted'>Topics from {esc(with_topics[0]['topics']['topics_from'])}. "
+        f"<p class='muted'>Topics from {esc(with_topics[0][1]['topics_from'])}. "
         f"{esc(TOPICS_LEGEND)}</p>",
         "<div style='display:flex;flex-wrap:wrap;gap:1rem'>",
     ]
     # a topic keeps its colour from one dataset's treemap to the next
-    colours = shared_colours([k for r in with_topics for k in r["topics"]["counts"]])
-    for r in with_topics:
-        t = r["topics"]
+    colours = shared_colours([k for _, t in with_topics for k in t["counts"]])
+    for r, t in with_topics:
         out.append(
             f"<figure style='margin:0;width:{TREEMAP_WIDTH}px'>"
             + treemap_svg(
                 list(t["counts"].items()),
-                title=f"topics of {r['name']}",
+                title=f"topics of {r.name}",
                 width=TREEMAP_WIDTH,
                 colours=colours,
             )
-            + f"<figcaption><b>{esc(r['name'])}</b>: {esc(_topic_figures(t))}</figcaption>"
+            + f"<figcaption><b>{esc(r.name)}</b>: {esc(_topic_figures(t))}</figcaption>"
             "</figure>"
         )
     out.append("</div>")
-    for r in with_topics:
-        t = r["topics"]
+    for r, t in with_topics:
         rows = [[k, v, _pct(t["shares"][k])] for k, v in t["counts"].items()]
         out.append(
-            f"<details><summary>{esc(r['name'])}: topic counts</summary>"
+            f"<details><summary>{esc(r.name)}: topic counts</summary>"
             + table(["topic", "prompts", "share"], rows)
             + "</details>"
         )
     return "".join(out)
 
 
-def topics_markdown(ev: Mapping[str, Any], top: int = 8) -> list[str]:
+def topics_markdown(ev: Evaluation, top: int = 8) -> list[str]:
     """The Topics section: each dataset's figures and its largest topics."""
-    with_topics = [r for r in ev["datasets"] if r.get("topics")]
+    with_topics = [(r, r.topics) for r in ev.datasets if r.topics]
     if not with_topics:
         return []
     out = [
         "## Topics",
         "",
-        f"Topics from {md_escape(with_topics[0]['topics']['topics_from'])}. {TOPICS_LEGEND}",
+        f"Topics from {md_escape(with_topics[0][1]['topics_from'])}. {TOPICS_LEGEND}",
         "",
     ]
-    for r in with_topics:
-        t = r["topics"]
+    for r, t in with_topics:
         largest = ", ".join(f"{k} {_pct(v)}" for k, v in list(t["shares"].items())[:top])
         out.append(
-            f"- **{md_escape(r['name'])}**: {md_escape(_topic_figures(t))}; "
+            f"- **{md_escape(r.name)}**: {md_escape(_topic_figures(t))}; "
             f"largest: {md_escape(largest)}"
         )
     return [*out, ""]
 
 
-def write_evaluation_report(ev: Mapping[str, Any], out: str | Path) -> dict[str, Path]:
-    """Write OUT.html, OUT.md and OUT.json (OUT without suffix)."""
+def write_evaluation_report(ev: Evaluation, out: str | Path) -> dict[str, Path]:
+    """Write OUT.html, OUT.md and OUT.json (OUT without suffix): the JSON is
+    :meth:`Evaluation.as_dict`, serialised here (the evaluation's storage boundary)."""
     import json
 
     stem = Path(out)
@@ -368,5 +393,5 @@ def write_evaluation_report(ev: Mapping[str, Any], out: str | Path) -> dict[str,
     }
     paths["html"].write_text(evaluation_html(ev), encoding="utf-8")
     paths["md"].write_text(evaluation_markdown(ev), encoding="utf-8")
-    paths["json"].write_text(json.dumps(ev, indent=1, default=str), encoding="utf-8")
+    paths["json"].write_text(json.dumps(ev.as_dict(), indent=1, default=str), encoding="utf-8")
     return paths

@@ -23,6 +23,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 
 from ..evaluate.human import RECORD, VERDICT, dim_state, fixed2, paper_axis, verdict_id
+from ..types import Cell
 from .session import DIM_STATES, FLAGS, HUMAN_VERDICTS, LABEL_FORM, Review
 from .static import SCRIPT, STYLE
 
@@ -156,19 +157,23 @@ def create_app(
         if not hmac.compare_digest(str(form.get("csrf", "")).encode(), csrf.encode()):
             raise PermissionError("bad CSRF token")
 
+    def shown(kind: str) -> list[tuple[str, str, Cell]]:
+        """(id, prompt, cell) of every dataset record, or of every attack result."""
+        if kind == RECORD:
+            return [(r.id, r.prompt, r.cell) for r in review.records]
+        return [(verdict_id(r), r["prompt"], r["cell"]) for r in review.verdicts]
+
     def filtered(request: Request, kind: str) -> list[int]:
         """Indexes of the records the filters keep: axis value, label state, text."""
-        items = review.records if kind == RECORD else review.verdicts
         mine = review.mine(kind)
         q = request.query_params.get("q", "").casefold()
         value = request.query_params.get("value", "")
         state = request.query_params.get("state", "")
         out = []
-        for i, r in enumerate(items):
-            rid = r["id"] if kind == RECORD else verdict_id(r)
-            if q and q not in r["prompt"].casefold():
+        for i, (rid, prompt, cell) in enumerate(shown(kind)):
+            if q and q not in prompt.casefold():
                 continue
-            if value and value not in {f"{a}={v}" for a, v in r["cell"].items()}:
+            if value and value not in {f"{a}={v}" for a, v in cell.items()}:
                 continue
             if state == "todo" and rid in mine or state == "done" and rid not in mine:
                 continue
@@ -176,8 +181,7 @@ def create_app(
         return out
 
     def filters_form(request: Request, kind: str) -> str:
-        items = review.records if kind == RECORD else review.verdicts
-        values = sorted({f"{a}={v}" for r in items for a, v in r["cell"].items()})
+        values = sorted({f"{a}={v}" for _, _, cell in shown(kind) for a, v in cell.items()})
         chosen = request.query_params.get("value", "")
         opts = "".join(
             f"<option value='{esc(v)}'{' selected' if v == chosen else ''}>{esc(v)}</option>"
@@ -228,13 +232,12 @@ def create_app(
             return no_such(RECORD, i, len(review.records))
         r = review.records[i]
         mine = review.mine(RECORD)
-        label = mine.get(r["id"], {})
+        label = mine.get(r.id, {})
         q = keep_query(request)
         prev_link, next_link = neighbours(request, RECORD, i)
         cells = "".join(
-            f"<tr><th>{esc(a)}</th><td>{esc(v)}</td>"
-            f"<td>{esc(r['annotations'].get(a, ''))}</td></tr>"
-            for a, v in r["cell"].items()
+            f"<tr><th>{esc(a)}</th><td>{esc(v)}</td><td>{esc(r.annotations.get(a, ''))}</td></tr>"
+            for a, v in r.cell.items()
         )
         dims = "".join(dim_choice(n, d, dim_state(label, d)) for n, d in enumerate(review.dims, 1))
         flags = "".join(
@@ -244,20 +247,16 @@ def create_app(
         )
         good = label.get("good")
         reasoning = "".join(
-            f"<p class='muted'><b>{esc(k)}</b>: {esc(v)}</p>" for k, v in r["reasoning"].items()
+            f"<p class='muted'><b>{esc(k)}</b>: {esc(v)}</p>" for k, v in r.reasoning.items()
         )
-        prov = esc(
-            ", ".join(
-                f"{k}: {v}" for k, v in r["provenance"].items() if k in ("model", "round", "job_id")
-            )
-        )
+        prov = esc(", ".join(f"{k}: {v}" for k, v in r.provenance_shown().items()))
         done = len(mine)
         body = (
-            f"<h1>Record {esc(r['id'])}</h1>"
-            f"<p class='{'done' if r['id'] in mine else 'todo'}'>{done} of {len(review.records)} "
+            f"<h1>Record {esc(r.id)}</h1>"
+            f"<p class='{'done' if r.id in mine else 'todo'}'>{done} of {len(review.records)} "
             f"reviewed by {esc(review.reviewer)}</p>{filters_form(request, RECORD)}"
             f"<p>{prev_link} {next_link}</p>"
-            f"<pre id='prompt'>{esc(r['prompt'])}</pre>"
+            f"<pre id='prompt'>{esc(r.prompt)}</pre>"
             f"<table><tr><th>dimension</th><th>cell</th><th>annotated</th></tr>{cells}</table>"
             f"{reasoning}<p class='muted'>{prov}</p>"
             f"<form id='label' method='post' action='/records/{i}{q}'>"
@@ -270,7 +269,7 @@ def create_app(
             f"<fieldset><legend>Does the prompt match its value?</legend>{dims}</fieldset>"
             f"<fieldset><legend>Flags</legend>{flags}</fieldset>"
             "<fieldset><legend>Edit the text <kbd>e</kbd> (the original is kept)</legend>"
-            f"<textarea id='edit' name='edit'>{textarea(label.get('edit') or r['prompt'])}"
+            f"<textarea id='edit' name='edit'>{textarea(label.get('edit') or r.prompt)}"
             "</textarea>"
             "</fieldset><fieldset><legend>Note</legend>"
             f"<textarea name='note'>{textarea(label.get('note', ''))}</textarea></fieldset>"
@@ -278,7 +277,7 @@ def create_app(
             f"{' checked' if label.get('exclude') else ''}> exclude from the dataset "
             "<kbd>x</kbd></label><p><button id='save'>save (Enter)</button></p></form>"
         )
-        return page(f"record {r['id']}", body)
+        return page(f"record {r.id}", body)
 
     async def save_record(request: Request) -> Response:
         i = int(request.path_params["i"])
@@ -292,14 +291,14 @@ def create_app(
         r = review.records[i]
         edit = str(form.get("edit") or "")
         note = str(form.get("note") or "").replace("\r\n", "\n")
-        bound = max(MAX_EDIT, 2 * len(r["prompt"]))
+        bound = max(MAX_EDIT, 2 * len(r.prompt))
         if len(edit) > bound or len(note) > MAX_NOTE:
             return (
                 too_long(len(edit), bound) if len(edit) > bound else too_long(len(note), MAX_NOTE)
             )
-        edit = as_edited(edit, r["prompt"])
+        edit = as_edited(edit, r.prompt)
         review.label_record(
-            r["id"],
+            r.id,
             {
                 "good": {"yes": True, "no": False}.get(str(form.get("good", ""))),
                 # three states: only the judged dimensions are stored
@@ -311,7 +310,7 @@ def create_app(
                 "form": LABEL_FORM,
                 "flags": [f for f in form.getlist("flag") if f in FLAGS],
                 "note": note,
-                "edit": edit if edit and edit != r["prompt"] else None,
+                "edit": edit if edit and edit != r.prompt else None,
                 "exclude": bool(form.get("exclude")),
             },
         )

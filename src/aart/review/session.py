@@ -39,6 +39,7 @@ from ..evaluate.human import fixed2 as fixed2
 from ..evaluate.human import kappa as kappa
 from ..evaluate.human import paper_axis as paper_axis
 from ..store.db import RunDB
+from ..types import Cell, DatasetRecord, Provenance
 
 FLAGS = ("unclear", "near-duplicate", "off-policy", "unsafe to keep")
 HUMAN_VERDICTS = ("violates", "safe", "unsure")
@@ -65,10 +66,36 @@ NOT_REASONING = {"id", "prompt", "cell", "annotations", "verified", "provenance"
 FLAT_PREFIXES = ("cell_", "annotated_", "verified_", "provenance_")  # CSV and Parquet columns
 
 
-def _record(rid: str, row: dict[str, Any]) -> dict[str, Any]:
-    cell = row.get("cell") if isinstance(row.get("cell"), dict) else {}
-    if not cell:
-        cell = {k[5:]: v for k, v in row.items() if str(k).startswith("cell_") and v}
+@dataclass
+class ReviewRecord:
+    """A dataset record as the review shows it: its stable id, the prompt, its cell and
+    annotations, the recipe's other text fields (shown as reasoning) and its provenance."""
+
+    id: str
+    prompt: str
+    cell: Cell
+    annotations: dict[str, str]
+    reasoning: dict[str, str]
+    provenance: Provenance
+
+    #: the provenance shown under the prompt
+    SHOWN = ("model", "round", "job_id")
+
+    def provenance_shown(self) -> dict[str, Any]:
+        """The provenance fields the record has of those shown (none for a foreign file)."""
+        p = self.provenance
+        return {k: getattr(p, k) for k in self.SHOWN if k in p.model_fields_set}
+
+
+def _record(rid: str, row: dict[str, Any], where: str) -> ReviewRecord:
+    """A row of any table (our JSONL, CSV or Parquet, a foreign file) as a review record. Its
+    nested objects are validated as a dataset record's (``where`` locates a bad one); a
+    non-object under such a key (a foreign column named ``cell``) is no cell, as before."""
+    nested = {"cell", "annotations", "verified", "provenance"}
+    line = {k: v for k, v in row.items() if k not in nested or isinstance(v, dict)}
+    line["prompt"] = str(row.get("prompt") or "")
+    rec = DatasetRecord.from_line(line, where)
+    cell = rec.cell or {k[5:]: str(v) for k, v in row.items() if str(k).startswith("cell_") and v}
     notes = {
         k: v
         for k, v in row.items()
@@ -77,19 +104,12 @@ def _record(rid: str, row: dict[str, Any]) -> dict[str, Any]:
         and isinstance(v, str)
         and v.strip()
     }
-    return {
-        "id": rid,
-        "prompt": str(row.get("prompt") or ""),
-        "cell": cell,
-        "annotations": row.get("annotations") or {},
-        "reasoning": notes,
-        "provenance": row.get("provenance") or {},
-    }
+    return ReviewRecord(rid, rec.prompt, cell, rec.annotations, notes, rec.provenance)
 
 
 def stratified_sample(
-    records: list[dict[str, Any]], n: int, axis: str | None, seed: int = 0
-) -> list[dict[str, Any]]:
+    records: list[ReviewRecord], n: int, axis: str | None, seed: int = 0
+) -> list[ReviewRecord]:
     """``n`` records, spread evenly over the values of ``axis`` (round-robin over shuffled
     strata), or a plain seeded sample without one."""
     rng = random.Random(seed)
@@ -97,12 +117,12 @@ def stratified_sample(
         return records
     if not axis:
         return sorted(rng.sample(records, n), key=lambda r: records.index(r))
-    strata: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    strata: dict[str, list[ReviewRecord]] = defaultdict(list)
     for r in records:
-        strata[str(r["cell"].get(axis, ""))].append(r)
+        strata[str(r.cell.get(axis, ""))].append(r)
     for rs in strata.values():
         rng.shuffle(rs)
-    out: list[dict[str, Any]] = []
+    out: list[ReviewRecord] = []
     keys = sorted(strata)
     while len(out) < n:
         for k in keys:
@@ -114,7 +134,7 @@ def stratified_sample(
 @dataclass
 class Review:
     dataset: Path
-    records: list[dict[str, Any]]
+    records: list[ReviewRecord]
     db: RunDB
     reviewer: str
     #: the attack's records (prompt, response, verdicts), when reviewing verdicts
@@ -129,7 +149,7 @@ class Review:
     def dims(self) -> list[str]:
         seen: list[str] = []
         for r in self.records:
-            seen += [d for d in r["cell"] if d not in seen]
+            seen += [d for d in r.cell if d not in seen]
         return seen
 
     def close(self) -> None:
@@ -151,7 +171,7 @@ class Review:
 
     def record_labels(self) -> list[dict[str, Any]]:
         """The latest labels of the records under review."""
-        ids = {r["id"] for r in self.records}
+        ids = {r.id for r in self.records}
         return [x for x in self.all_record_labels() if x["record_id"] in ids]
 
     def verdict_labels(self) -> list[dict[str, Any]]:
@@ -183,6 +203,8 @@ class Review:
         for x in self.all_record_labels():  # in save order
             by_record[x["record_id"]].append(x)
         rows, excluded, edited, conflicts = [], 0, 0, 0
+        # the rows as read, not typed records: the reviewed file keeps every key of every
+        # line as it was (a CSV's flat columns, a foreign file's own), only edits change
         source = read_rows(self.dataset)
         for rid, r in zip(stable_ids(source), source, strict=True):
             labels = by_record.get(rid, [])
@@ -295,10 +317,13 @@ def open_review(
 ) -> Review:
     dataset = _dataset_path(Path(path))
     rows = read_rows(dataset)
-    records = [_record(rid, r) for rid, r in zip(stable_ids(rows), rows, strict=True)]
+    records = [
+        _record(rid, r, f"{dataset}: record {k}")
+        for k, (rid, r) in enumerate(zip(stable_ids(rows), rows, strict=True), start=1)
+    ]
     if not records:
         raise UsageError(f"{dataset} holds no records to review")
-    if stratify_by and not any(stratify_by in r["cell"] for r in records):
+    if stratify_by and not any(stratify_by in r.cell for r in records):
         raise UsageError(f"no record has a cell value for {stratify_by!r}; leave out --stratify-by")
     if sample:
         records = stratified_sample(records, sample, stratify_by, seed)

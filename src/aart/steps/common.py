@@ -8,6 +8,7 @@ from ..llm import Budget, ModelOptions, Price
 from ..llm.endpoints import DEFAULT_KEY_ENV
 from ..llm.factory import ModelFactory
 from ..llm.providers.base import create_api
+from ..llm.transport.base import Execution
 from ..recipe import Recipe
 from ..store.rundir import Run
 
@@ -39,11 +40,11 @@ def model_options(recipe: Recipe, base_url: str | None = None) -> ModelOptions:
 def preflight(recipe: Recipe, model: str | None, base_url: str | None = None) -> None:
     """Build (and drop) every model a run will use, so a missing key, an unknown provider or
     a secret bound to no host fails before the run directory is created."""
-    stages = ["define", "generate"]
+    roles = ["define", "generate"]
     if any(d.verify == "llm" for d in recipe.dimensions.values()):
-        stages.append("verify")
-    for stage in stages:
-        create_api(model or recipe.models.for_stage(stage), model_options(recipe, base_url))
+        roles.append("verify")
+    for role in roles:
+        create_api(model or recipe.models.for_role(role), model_options(recipe, base_url))
 
 
 def recipe_prices(recipe: Recipe) -> dict[str, Price]:
@@ -62,14 +63,22 @@ def recipe_budget(recipe: Recipe, spent: dict[str, Any] | None = None) -> Budget
     )
 
 
-def run_models(run: Run, *, use_cache: bool = True, base_url: str | None = None) -> ModelFactory:
-    """The factory every step of a run builds its models with."""
+def run_models(
+    run: Run,
+    *,
+    use_cache: bool = True,
+    base_url: str | None = None,
+    execution: Execution | None = None,
+) -> ModelFactory:
+    """The factory every step of a run builds its models with (``execution``: how their calls
+    travel; close the factory to stop what it started)."""
     return ModelFactory(
         options=model_options(run.recipe, base_url),
         store=run.db,
         use_cache=use_cache,
         prices=recipe_prices(run.recipe),
         budget=recipe_budget(run.recipe, run.db.call_totals()),
+        execution=execution or Execution(),
     )
 
 

@@ -8,6 +8,11 @@ is contained in one ("africa" beside "eastern africa"; ``enumerate.allow_nested`
 The shortfall is asked for again within a bound; a refusal is re-asked with a rephrased
 instruction. A dimension that stays short is reported as SHORT and the run goes on; only a
 dimension with no values stops it.
+
+When the recipe lists several languages, every value (enumerated or explicit) also gets its
+name in each language but English, stored in the dimension file as ``names`` and used as
+keyword aliases: a Spanish prompt names burglary "robo". A value the model gives no usable
+name for keeps its own in that language, and define.json lists it as unnamed.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from typing import Any
 from ..errors import RuntimeFailure, StructuredOutputError
 from ..llm import GenerateConfig, Message, Model
 from ..recipe import Dimension, Recipe, Value
+from ..recipe.languages import LANGUAGE_AXIS, base
+from ..recipe.languages import name as language_name
 from ..refusal import reply_refuses
 from ..store.rundir import Run
 from ..text.keywords import KeywordMatcher, normalize_for_match
@@ -214,6 +221,8 @@ class DimensionReport:
     rejected: list[dict[str, str]] = field(default_factory=list)
     refusals: int = 0
     calls: int = 0
+    #: (multilingual recipes) values with no name in a language: {"value", "language"}
+    unnamed: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def short(self) -> int:
@@ -357,6 +366,101 @@ class Enumerator:
         return values, report
 
 
+#: values named per call: a long list makes small models lose the order
+NAMES_PER_CALL = 25
+_NAME_LIST = re.compile(r"[,;/|\n{}\[\]]")
+
+
+def languages_to_name(recipe: Recipe) -> list[str]:
+    """The languages whose names Step 1 asks for: all of a multilingual recipe's but English
+    (values are written in English); none for a recipe of one language."""
+    langs = recipe.application.languages
+    return [x for x in langs if base(x) != "en"] if len(langs) > 1 else []
+
+
+def clean_name(raw: object, max_words: int) -> str:
+    """A value's name in another language as the model gave it, trimmed and lowercased; ""
+    when it is not one short name (a list, a sentence, an explanation)."""
+    if not isinstance(raw, str):
+        return ""
+    name = normalize_value(raw)
+    if not name or _NAME_LIST.search(name) or len(name.split()) > 2 * max_words or len(name) > 80:
+        return ""
+    return name
+
+
+def _names_prompt(
+    recipe: Recipe, dim_name: str, dim: Dimension, lang: str, values: list[str]
+) -> str:
+    tongue = language_name(lang)
+    lines = [
+        application_brief(recipe),
+        "",
+        f"Dimension of diversity: {dim_name}"
+        + (f" ({dim.description.strip()})" if dim.description else ""),
+        f"Task: give the usual name of each value below in {tongue}, the words a "
+        f"{tongue}-speaking user of the application would write for it (not a word-for-word "
+        "gloss).",
+        "Values:",
+        *(f"{i}. {v}" for i, v in enumerate(values, start=1)),
+        f'Return JSON {{"names": [...]}} with exactly {len(values)} strings in the same order, '
+        f"each the value's name in {tongue}: a short lowercase name, no explanation.",
+    ]
+    return "\n".join(lines)
+
+
+async def name_values(
+    recipe: Recipe, model: Model, dim_name: str, values: list[Value], report: DimensionReport
+) -> list[Value]:
+    """``values`` with a name in every language of the recipe but English (those the recipe
+    or a human gave are kept; the others are asked for, per language, in calls of
+    :data:`NAMES_PER_CALL` values)."""
+    dim = recipe.dimensions[dim_name]
+    max_words = dim.enumerate.max_words if dim.enumerate else 4
+    out = [v.model_copy(deep=True) for v in values]
+    d = recipe.define
+    for lang in languages_to_name(recipe):
+        todo = [v for v in out if not v.names.get(lang)]
+        for start in range(0, len(todo), NAMES_PER_CALL):
+            part = todo[start : start + NAMES_PER_CALL]
+            n = len(part)
+            schema = {
+                "type": "object",
+                "properties": {
+                    "names": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "minItems": n,
+                        "maxItems": n,
+                    }
+                },
+                "required": ["names"],
+            }
+            user = _names_prompt(recipe, dim_name, dim, lang, [v.value for v in part])
+            report.calls += 1
+            got: list[Any] = []
+            try:
+                reply = await model.generate(
+                    [Message("system", d.system or DEFAULT_SYSTEM), Message("user", user)],
+                    GenerateConfig(0.0, d.max_tokens, d.seed),
+                    schema,
+                    validate=False,
+                    tag=f"define:{dim_name}:names:{lang}",
+                )
+                parsed = reply.parsed.get("names") if isinstance(reply.parsed, dict) else None
+                got = parsed if isinstance(parsed, list) else []
+            except StructuredOutputError:
+                report.refusals += 1
+            # names come back in order; a shorter list names the first values only
+            for v, raw in zip(part, [*got, *[None] * n][:n], strict=True):
+                name = clean_name(raw, max_words)
+                if name:
+                    v.names[lang] = name
+                else:
+                    report.unnamed.append({"value": v.value, "language": lang})
+    return out
+
+
 async def define_run(run: Run, model: Model, *, force: bool = False) -> dict[str, int]:
     """Write one dimension file per dimension, in recipe order (so later dimensions are checked
     against earlier ones). Existing files are kept (they may hold human edits) unless
@@ -377,6 +481,9 @@ async def define_run(run: Run, model: Model, *, force: bool = False) -> dict[str
                 f"({len(report.rejected)} rejected, {report.refusals} refused answers); list "
                 f"values under dimensions.{name}.values or seed_values, or use another model"
             )
+        if name != LANGUAGE_AXIS and languages_to_name(run.recipe):
+            # named before the file is written: a resumed run finds the names with the values
+            values = await name_values(run.recipe, model, name, values, report)
         run.write_dimension(name, values, rejected=report.rejected, short=report.short)
         enumerator.known[name] = [v.value for v in values]
         counts[name] = len(values)

@@ -31,9 +31,9 @@ def dry_run(
     ``batch``, Step 3 is priced at the batch price and its time is the server's to decide."""
     loaded = load_recipe(recipe, size)
     r = loaded.recipe
-    define_model = model or r.models.for_stage("define")
-    gen_model = model or r.models.for_stage("generate")
-    verify_model = model or r.models.for_stage("verify")
+    define_model = model or r.models.for_role("define")
+    gen_model = model or r.models.for_role("generate")
+    verify_model = model or r.models.for_role("verify")
     for name in {define_model, gen_model, verify_model}:
         check_model_name(name)
     define_calls = define_tokens = define_completion = 0
@@ -59,11 +59,11 @@ def dry_run(
         values[name] = vals
     blueprint = build_blueprint(r, values)
     prompt = sum(estimate_tokens(render_messages(r, a)) for a in blueprint)
-    completion = sum(completion_estimate(r, a["queries"]) for a in blueprint)
+    completion = sum(completion_estimate(r, a.queries) for a in blueprint)
     # LLM verification: one verifier call per generation call's answer
     verify_calls = verify_prompt = verify_completion = 0
     for a in blueprint:
-        calls, p, c = verify_estimate(r, a["queries"])
+        calls, p, c = verify_estimate(r, a.queries)
         verify_calls, verify_prompt, verify_completion = (
             verify_calls + calls,
             verify_prompt + p,
@@ -97,7 +97,7 @@ def dry_run(
         "define_calls": define_calls,
         "define_tokens": define_tokens,
         "attempts": len(blueprint),
-        "expected_prompts": sum(a["queries"] for a in blueprint),
+        "expected_prompts": sum(a.queries for a in blueprint),
         "generate_calls": len(blueprint),
         "generate_prompt_tokens": prompt,
         "generate_completion_tokens": completion,

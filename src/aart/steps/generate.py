@@ -3,25 +3,25 @@ and annotated, refusals and shortfalls topped up, duplicates removed but counted
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..cells import attempt_values
 from ..data.export import write_csv, write_jsonl, write_parquet
 from ..errors import ContentRejected, StructuredOutputError
+from ..ids import Slot, generation_seed, job_id
 from ..llm import GenerateConfig, Model
-from ..llm.batch import BatchQueue
+from ..llm.transport.batch import BatchTransport
 from ..recipe import Recipe
 from ..refusal import prompt_is_refusal, reply_refuses
 from ..runner import run_jobs
 from ..store.lock import OutputLock
 from ..store.rundir import Run
+from ..text.language import function_words
 from ..text.normalize import (
     RESTATED_CELL,
     CellPhrase,
@@ -30,16 +30,19 @@ from ..text.normalize import (
     nn_similarity,
     normalize,
 )
-from .prompting import label, output_fields, output_schema, render_messages
+from ..types import Attempt, Cell, DatasetRecord, Provenance, RecordKind, Rejection
+from .prompting import label, native_cell, output_fields, output_schema, render_messages
 from .scope import scoped_values
 from .verify import CellVerifier
 
+#: the job stage of generation; its records' kinds are aart.types.RecordKind
 STAGE = "generate"
-INVALID = "generate.invalid"
-REFUSED = "generate.refused"
-UNFAITHFUL = "generate.unfaithful"
+PROMPT = RecordKind.PROMPT
+INVALID = RecordKind.INVALID
+REFUSED = RecordKind.REFUSED
+UNFAITHFUL = RecordKind.UNFAITHFUL
 #: faithful, but restating its cell: rejected for diversity and topped up
-ALIKE = "generate.alike"
+ALIKE = RecordKind.ALIKE
 RESTATED = "restates its cell"
 CELL_COPY = "near copy of a prompt of its cell"
 DATASET_COPY = "near copy of another prompt"
@@ -127,19 +130,10 @@ class GenerateStats:
         return d
 
 
-Slot = tuple[str, int]  # (attempt id, cell index): where a cell stands in the blueprint
-
-
-def job_id(slots: list[Slot], cells: list[dict[str, str]], round_: int) -> str:
-    digest = hashlib.sha1(json.dumps([slots, cells, round_], sort_keys=True).encode()).hexdigest()
-    return f"{slots[0][0]}:r{round_}:{digest[:10]}"
-
-
-def job_seed(base: int, job: str) -> int:
-    """Identical attempts never send identical requests: the seed depends on the job (its
-    attempt, cells and round), not only on the round."""
-    digest = hashlib.sha1(job.encode()).digest()
-    return (base + int.from_bytes(digest[:4], "big")) % (2**31)
+#: a job's records before they are stored: (record id, kind, record)
+Stored = tuple[str, RecordKind, DatasetRecord | Rejection]
+#: per attempt and cell index, the prompts a top-up of the cell should not repeat
+Avoid = dict[str, dict[int, list[str]]]
 
 
 def _canonical(value: Any, allowed: list[str]) -> str | None:
@@ -150,21 +144,19 @@ def _canonical(value: Any, allowed: list[str]) -> str | None:
     return None
 
 
-def validate_item(
-    recipe: Recipe, attempt: dict[str, Any], item: Any
-) -> tuple[dict[str, Any] | None, str]:
+def validate_item(recipe: Recipe, attempt: Attempt, item: Any) -> tuple[dict[str, str] | None, str]:
     """(clean item, "") when valid, else (None, reason). Reason "refusal" marks a refused item."""
     g = recipe.generate
     if not isinstance(item, dict):
         return None, "not an object"
-    clean: dict[str, Any] = {}
+    clean: dict[str, str] = {}
     for f in output_fields(recipe):
         value = item.get(f["name"])
         if not isinstance(value, str) or not value.strip():
             return None, f"missing or empty field {f['name']}"
         value = " ".join(value.split()) if f["name"] == g.prompt_field else value.strip()
         if f["dimension"]:
-            canon = _canonical(value, attempt["values"].get(f["dimension"], []))
+            canon = _canonical(value, attempt.values.get(f["dimension"], []))
             if canon is None:
                 return None, f"{f['name']} is not one of the attempt's {f['dimension']}"
             value = canon
@@ -189,7 +181,7 @@ def _items_of(parsed: Any) -> list[Any]:
     return parsed if isinstance(parsed, list) else []
 
 
-def _unfaithful_reason(cell: dict[str, str], checks: dict[str, bool]) -> str:
+def _unfaithful_reason(cell: Cell, checks: dict[str, bool]) -> str:
     failed = [d for d, ok in checks.items() if not ok]
     return "; ".join(f"{d}: {cell[d]!r} not found" for d in failed)
 
@@ -201,7 +193,7 @@ class Generator:
         model: Model,
         progress: Callable[[], None] | None = None,
         verifier: CellVerifier | None = None,
-        batch: BatchQueue | None = None,
+        batch: BatchTransport | None = None,
     ) -> None:
         self.run = run
         self.model = model
@@ -218,47 +210,46 @@ class Generator:
 
     async def _work(self, job: tuple[str, dict[str, Any]]) -> None:
         jid, payload = job
-        attempt, round_ = payload["attempt"], payload["round"]
+        # the job's payload is a storage line: typed here, where the job is taken
+        attempt, round_ = Attempt.model_validate(payload["attempt"]), payload["round"]
         slots: list[Slot] = [(aid, i) for aid, i in payload["slots"]]
         g = self.recipe.generate
-        msgs = render_messages(self.recipe, attempt)
-        cfg = GenerateConfig(g.temperature, g.max_tokens, job_seed(g.seed, jid))
-        records: list[tuple[str, str, dict[str, Any]]] = []
+        msgs = render_messages(self.recipe, attempt, self.verifier.values)
+        cfg = GenerateConfig(g.temperature, g.max_tokens, generation_seed(g.seed, jid))
+        records: list[Stored] = []
         try:
             out = await self.model.generate(
                 msgs, cfg, output_schema(self.recipe, attempt), validate=False, tag=jid
             )
         except ContentRejected as e:
             # the provider's content filter refused the request: a refusal, topped up
-            records.append((f"{jid}:call", REFUSED, {"reason": str(e)[:300], "raw_text": ""}))
-            self.run.db.complete_job(jid, records)
-            self._tick()
+            records.append((f"{jid}:call", REFUSED, Rejection(reason=str(e)[:300], raw_text="")))
+            self._complete(jid, records)
             return
         except StructuredOutputError as e:
-            stage = REFUSED if reply_refuses(e.raw_text) else INVALID
+            kind = REFUSED if reply_refuses(e.raw_text) else INVALID
             records.append(
-                (f"{jid}:call", stage, {"reason": str(e), "raw_text": e.raw_text[:2000]})
+                (f"{jid}:call", kind, Rejection(reason=str(e), raw_text=e.raw_text[:2000]))
             )
-            self.run.db.complete_job(jid, records)
-            self._tick()
+            self._complete(jid, records)
             return
-        prov = {
-            "run_id": self.run.id,
-            "recipe": self.recipe.name,
-            "recipe_hash": self.run.loaded.hash,
-            "model": self.model.name,
-            "temperature": cfg.temperature,
-            "seed": cfg.seed,
-            "round": round_,
-            "job_id": jid,
-            "call_id": out.call_id,
-            "cached": out.cached,
-            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
+        prov = dict(
+            run_id=self.run.id,
+            recipe=self.recipe.name,
+            recipe_hash=self.run.loaded.hash,
+            model=self.model.name,
+            temperature=cfg.temperature,
+            seed=cfg.seed,
+            round=round_,
+            job_id=jid,
+            call_id=out.call_id,
+            cached=out.cached,
+            created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        )
         items = _items_of(out.parsed)
         if not items and reply_refuses(out.text):
             records.append(
-                (f"{jid}:call", REFUSED, {"reason": "refusal", "raw_text": out.text[:2000]})
+                (f"{jid}:call", REFUSED, Rejection(reason="refusal", raw_text=out.text[:2000]))
             )
         valid = self._screen(jid, attempt, items[: len(slots)], records)
         checks = await self.verifier.check(
@@ -267,40 +258,50 @@ class Generator:
         for (pos, cell, clean), passed in zip(valid, checks, strict=True):
             aid, index = slots[pos]
             record = self._record(f"{jid}:{pos}", cell, clean, passed)
-            record["provenance"] = {**prov, "attempt_id": aid, "cell_index": index}
-            overlap = self.cell_phrase.overlap(record["prompt"], list(cell.values()))
+            record.provenance = Provenance(**prov, attempt_id=aid, cell_index=index)
+            said = list(cell.values())
+            if self.verifier.multilingual and "language" in cell:
+                # a multilingual cell is restated in its own language's words
+                said = [*native_cell(cell, self.verifier.values).values()]
+                said.append(function_words(cell["language"]))
+            overlap = self.cell_phrase.overlap(record.prompt, said)
             if all(passed.values()) and overlap >= (g.max_cell_overlap or 2):
                 # faithful but empty: the cell's words and little else ("Write a email about
                 # burglary in united states."); its cell is topped up like an unfaithful one
-                record["reason"] = f"{RESTATED} ({overlap:.0%} of its words)"
-                records.append((record["id"], ALIKE, record))
+                restated = record.rejected(f"{RESTATED} ({overlap:.0%} of its words)")
+                records.append((record.id, ALIKE, restated))
             elif all(passed.values()):
-                records.append((record["id"], STAGE, record))
+                records.append((record.id, PROMPT, record))
             else:
-                record["reason"] = _unfaithful_reason(cell, passed)
-                records.append((record["id"], UNFAITHFUL, record))
+                unfaithful = record.rejected(_unfaithful_reason(cell, passed))
+                records.append((record.id, UNFAITHFUL, unfaithful))
         missing = len(slots) - len(items)
         if missing > 0 and items:
             records.append(
-                (f"{jid}:short", INVALID, {"reason": "queries missing", "missing": missing})
+                (f"{jid}:short", INVALID, Rejection(reason="queries missing", missing=missing))
             )
-        self.run.db.complete_job(jid, records)
+        self._complete(jid, records)
+
+    def _complete(self, jid: str, records: list[Stored]) -> None:
+        """Store the job's records (serialised here, at the storage boundary) and mark it
+        done."""
+        self.run.db.complete_job(jid, [(rid, kind, r.to_line()) for rid, kind, r in records])
         self._tick()
 
     def _screen(
         self,
         jid: str,
-        attempt: dict[str, Any],
+        attempt: Attempt,
         items: list[Any],
-        records: list[tuple[str, str, dict[str, Any]]],
-    ) -> list[tuple[int, dict[str, str], dict[str, Any]]]:
+        records: list[Stored],
+    ) -> list[tuple[int, Cell, dict[str, str]]]:
         """The valid items of one answer as (position, cell, clean item); the others are added
         to ``records`` as invalid or refused, with their reason."""
         g = self.recipe.generate
         valid = []
         seen = DuplicateIndex(g.near_duplicate_threshold)
         for pos, item in enumerate(items):
-            cell = attempt["cells"][pos]
+            cell = attempt.cells[pos]
             clean, reason = validate_item(self.recipe, attempt, item)
             if clean is not None:
                 text = clean[g.prompt_field]
@@ -311,41 +312,41 @@ class Generator:
                 else:
                     seen.add(text, pos)
             if clean is None:
-                stage = REFUSED if reason == "refusal" else INVALID
+                kind = REFUSED if reason == "refusal" else INVALID
                 records.append(
-                    (f"{jid}:{pos}", stage, {"reason": reason, "item": item, "cell": cell})
+                    (f"{jid}:{pos}", kind, Rejection(reason=reason, item=item, cell=cell))
                 )
                 continue
             valid.append((pos, cell, clean))
         return valid
 
     def _record(
-        self, rid: str, cell: dict[str, str], clean: dict[str, Any], passed: dict[str, bool]
-    ) -> dict[str, Any]:
+        self, rid: str, cell: Cell, clean: dict[str, str], passed: dict[str, bool]
+    ) -> DatasetRecord:
         prompt_field = self.recipe.generate.prompt_field
-        record = {"id": rid, "prompt": clean[prompt_field]}
-        record.update({k: v for k, v in clean.items() if k != prompt_field})
-        record["cell"] = cell
-        record["annotations"] = {
+        line: dict[str, Any] = {"id": rid, "prompt": clean[prompt_field]}
+        line.update({k: v for k, v in clean.items() if k != prompt_field})
+        line["cell"] = cell
+        line["annotations"] = {
             f["dimension"]: clean[f["name"]] for f in output_fields(self.recipe) if f["dimension"]
         }
-        record["verified"] = passed
-        return record
+        line["verified"] = passed
+        return DatasetRecord.model_validate(line)
 
     def _tick(self) -> None:
         if self.progress:
             self.progress()
 
-    def _add_round(self, round_: int, needs: list[Slot], avoid: dict[str, Any]) -> int:
+    def _add_round(self, round_: int, needs: list[Slot], avoid: Avoid) -> int:
         """Queue jobs for the cells still needed. Round 0 is one job per attempt; top-up
         rounds pack the missing cells of all attempts into calls of ``queries_per_attempt``
         cells, so a top-up of one cell does not pay a whole prompt for it."""
-        cells_of = {a["id"]: a["cells"] for a in self.blueprint}
+        cells_of = {a.id: a.cells for a in self.blueprint}
         if round_ == 0:
             # one job per attempt, for the cells no earlier run has filled yet
             missing = set(needs)
             groups = [
-                [(a["id"], i) for i in range(a["queries"]) if (a["id"], i) in missing]
+                [(a.id, i) for i in range(a.queries) if (a.id, i) in missing]
                 for a in self.blueprint
             ]
         else:
@@ -356,27 +357,20 @@ class Generator:
             if not slots:
                 continue
             cells = [cells_of[aid][i] for aid, i in slots]
-            sub: dict[str, Any] = {
-                "id": slots[0][0],
-                "cells": cells,
-                "values": attempt_values(cells),
-                "queries": len(cells),
-            }
             hints = {
                 str(pos): avoid[aid][i]
                 for pos, (aid, i) in enumerate(slots)
                 if avoid.get(aid, {}).get(i)
             }
-            if hints:
-                sub["avoid"] = hints
+            sub = Attempt.of(slots[0][0], cells, **({"avoid": hints} if hints else {}))
             jid = job_id(slots, cells, round_)
-            jobs.append((jid, {"attempt": sub, "round": round_, "slots": slots}))
+            jobs.append((jid, {"attempt": sub.to_line(), "round": round_, "slots": slots}))
         self.run.db.add_jobs(STAGE, jobs)
         return len(jobs)
 
     def _current_job_ids(self) -> set[str]:
         """Jobs whose cells all still stand, at the same place, in the current blueprint."""
-        cells_of = {a["id"]: a["cells"] for a in self.blueprint}
+        cells_of = {a.id: a.cells for a in self.blueprint}
         out = set()
         for jid, payload in self.run.db.job_payloads(STAGE):
             slots, cells = payload.get("slots"), payload.get("attempt", {}).get("cells")
@@ -389,118 +383,115 @@ class Generator:
                 out.add(jid)
         return out
 
-    def dataset(
-        self,
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], GenerateStats, dict[str, Any]]:
+    def dataset(self) -> tuple[list[DatasetRecord], list[dict[str, str]], GenerateStats, Avoid]:
         """One faithful, non-duplicate record per cell of the current blueprint (in blueprint
         order), the duplicates left out, the stats, and per attempt and cell the prompts a
         top-up should not repeat."""
         jobs = self._current_job_ids()
-        order = {a["id"]: i for i, a in enumerate(self.blueprint)}
-        cells = {a["id"]: a["cells"] for a in self.blueprint}
+        order = {a.id: i for i, a in enumerate(self.blueprint)}
+        cells = {a.id: a.cells for a in self.blueprint}
 
-        def key(r: dict[str, Any]) -> tuple[int, int, int]:
-            p = r["provenance"]
-            return order[p["attempt_id"]], p["cell_index"], p["round"]
+        def key(r: DatasetRecord) -> tuple[int, int, int]:
+            p = r.provenance
+            return order[p.attempt_id], p.cell_index, p.round
 
-        def stands(r: dict[str, Any]) -> bool:
+        def stands(r: DatasetRecord) -> bool:
             """The record's cell is still at its place in the blueprint (a lowered `queries`
             or an edited cell leaves it out; the other cells of its job keep their records)."""
-            p = r["provenance"]
-            here = cells.get(p["attempt_id"], [])
-            return p["cell_index"] < len(here) and here[p["cell_index"]] == r["cell"]
+            p = r.provenance
+            here = cells.get(p.attempt_id, [])
+            return p.cell_index < len(here) and here[p.cell_index] == r.cell
 
-        candidates = sorted(filter(stands, self.run.db.records(STAGE)), key=key)
+        candidates = sorted(filter(stands, self._prompts(PROMPT)), key=key)
         g = self.recipe.generate
         index = DuplicateIndex(g.near_duplicate_threshold)
         similar = DuplicateIndex(g.max_similarity or 1.0, n=2)
         of_cell: dict[str, list[int]] = {}
-        kept: list[dict[str, Any]] = []
+        kept: list[DatasetRecord] = []
         filled: set[tuple[str, int]] = set()
-        duplicates: list[dict[str, Any]] = []
-        avoid: dict[str, dict[int, list[str]]] = {}
-        for r in sorted(filter(stands, self.run.db.records(ALIKE, jobs)), key=key):
+        duplicates: list[dict[str, str]] = []
+        avoid: Avoid = {}
+        for r in sorted(filter(stands, self._prompts(ALIKE, jobs)), key=key):
             # a restated cell is shown to the cell's top-up as what not to write
-            p = r["provenance"]
-            avoid.setdefault(p["attempt_id"], {}).setdefault(p["cell_index"], []).append(
-                r["prompt"]
-            )
+            p = r.provenance
+            avoid.setdefault(p.attempt_id, {}).setdefault(p.cell_index, []).append(r.prompt)
         for r in candidates:
-            p = r["provenance"]
-            slot = (p["attempt_id"], p["cell_index"])
+            slot = r.provenance.slot
             if slot in filled:
                 continue
-            cell_key = json.dumps(r["cell"], sort_keys=True)
-            dup = index.check(r["prompt"])
+            cell_key = json.dumps(r.cell, sort_keys=True)
+            dup = index.check(r.prompt)
             kind, reason = (dup[0], "") if dup is not None else ("", "")
             if dup is None:
-                dup = self._cell_copy(r["prompt"], of_cell.get(cell_key, []), kept)
+                dup = self._cell_copy(r.prompt, of_cell.get(cell_key, []), kept)
                 kind, reason = ("similar", CELL_COPY) if dup is not None else ("", "")
             if dup is None and g.max_similarity is not None:
-                dup = similar.check(r["prompt"])
+                dup = similar.check(r.prompt)
                 kind, reason = ("similar", DATASET_COPY) if dup is not None else ("", "")
             if dup is not None:
                 original = kept[dup[1]]
-                entry = {
-                    "id": r["id"],
-                    "prompt": r["prompt"],
-                    "kind": kind,
-                    "duplicate_of": original["id"],
-                }
+                entry = {"id": r.id, "prompt": r.prompt, "kind": kind, "duplicate_of": original.id}
                 duplicates.append({**entry, "reason": reason} if reason else entry)
-                avoid.setdefault(slot[0], {}).setdefault(slot[1], []).append(original["prompt"])
+                avoid.setdefault(slot[0], {}).setdefault(slot[1], []).append(original.prompt)
                 continue
-            index.add(r["prompt"], len(kept))
-            similar.add(r["prompt"], len(kept))
+            index.add(r.prompt, len(kept))
+            similar.add(r.prompt, len(kept))
             of_cell.setdefault(cell_key, []).append(len(kept))
             kept.append(r)
             filled.add(slot)
         stats = self._stats(jobs, candidates, kept, duplicates)
         return kept, duplicates, stats, avoid
 
+    def _prompts(self, kind: RecordKind, jobs: set[str] | None = None) -> Iterator[DatasetRecord]:
+        """The stored records of ``kind`` that are prompts (kept, alike or unfaithful)."""
+        for text in self.run.db.record_texts(kind, jobs):
+            yield DatasetRecord.model_validate_json(text)
+
+    def _rejections(self, kind: RecordKind, jobs: set[str]) -> list[Rejection]:
+        texts = self.run.db.record_texts(kind, jobs)
+        return [Rejection.model_validate_json(text) for text in texts]
+
     def _cell_copy(
-        self, text: str, same_cell: list[int], kept: list[dict[str, Any]]
+        self, text: str, same_cell: list[int], kept: list[DatasetRecord]
     ) -> tuple[str, int] | None:
         """("similar", key) of a kept prompt of the same cell this one nearly copies."""
         threshold = self.recipe.generate.max_cell_similarity
         if threshold is None:
             return None
         for k in same_cell:
-            if bigram_jaccard(text, kept[k]["prompt"]) >= threshold:
+            if bigram_jaccard(text, kept[k].prompt) >= threshold:
                 return "similar", k
         return None
 
     def _stats(
         self,
         jobs: set[str],
-        candidates: list[dict[str, Any]],
-        kept: list[dict[str, Any]],
-        duplicates: list[dict[str, Any]],
+        candidates: list[DatasetRecord],
+        kept: list[DatasetRecord],
+        duplicates: list[dict[str, str]],
     ) -> GenerateStats:
         stats = GenerateStats(attempts=len(self.blueprint))
-        stats.requested = sum(a["queries"] for a in self.blueprint)
-        invalid = list(self.run.db.records(INVALID, jobs))
-        refused = list(self.run.db.records(REFUSED, jobs))
-        unfaithful = list(self.run.db.records(UNFAITHFUL, jobs))
-        alike = list(self.run.db.records(ALIKE, jobs))
+        stats.requested = sum(a.queries for a in self.blueprint)
+        invalid = self._rejections(INVALID, jobs)
+        refused = self._rejections(REFUSED, jobs)
+        unfaithful = list(self._prompts(UNFAITHFUL, jobs))
+        alike = list(self._prompts(ALIKE, jobs))
         stats.unfaithful_items = len(unfaithful)
         stats.valid_items = len(candidates) + len(unfaithful) + len(alike)
-        stats.invalid_items = sum(1 for r in invalid if "item" in r)
-        stats.refused_items = sum(1 for r in refused if "item" in r)
-        stats.refused_calls = sum(1 for r in refused if "item" not in r)
-        stats.invalid_calls = sum(1 for r in invalid if "raw_text" in r)
-        stats.missing_items = sum(r.get("missing", 0) for r in invalid)
+        stats.invalid_items = sum(1 for r in invalid if r.is_item)
+        stats.refused_items = sum(1 for r in refused if r.is_item)
+        stats.refused_calls = sum(1 for r in refused if not r.is_item)
+        stats.invalid_calls = sum(1 for r in invalid if r.is_answer)
+        stats.missing_items = sum(r.missing for r in invalid)
         stats.items = stats.valid_items + stats.invalid_items + stats.refused_items
-        stats.invalid_reasons = dict(Counter(r["reason"].split(" (")[0][:60] for r in invalid))
+        stats.invalid_reasons = dict(Counter(r.reason.split(" (")[0][:60] for r in invalid))
         stats.rejection_reasons = dict(
-            Counter(
-                f"{d} not found" for r in unfaithful for d, ok in r["verified"].items() if not ok
-            )
+            Counter(f"{d} not found" for r in unfaithful for d, ok in r.verified.items() if not ok)
         )
         methods = {name: dim.verify for name, dim in self.recipe.dimensions.items()}
         tally: dict[str, list[int]] = {}
         for r in [*candidates, *unfaithful, *alike]:
-            for d, ok in r.get("verified", {}).items():
+            for d, ok in r.verified.items():
                 t = tally.setdefault(d, [0, 0])
                 t[0] += 1
                 t[1] += bool(ok)
@@ -525,12 +516,12 @@ class Generator:
         kept_restated = sum(
             1
             for r in candidates
-            if self.cell_phrase.overlap(r["prompt"], list(r["cell"].values()))
+            if self.cell_phrase.overlap(r.prompt, list(r.cell.values()))
             >= (self.recipe.generate.max_cell_overlap or RESTATED_CELL)
         )
         restated = len(alike) + kept_restated
         stats.restated_share = round(restated / faithful, 4) if faithful else 0.0
-        texts = [r["prompt"] for r in kept]
+        texts = [r.prompt for r in kept]
         random.Random(0).shuffle(texts)  # groups of the figure are a uniform sample
         stats.nn_similarity = round(nn_similarity(texts), 4)
         stats.prompts = len(kept)
@@ -543,13 +534,10 @@ class Generator:
         stats.topup_jobs = sum(1 for j in jobs if ":r0:" not in j)
         return stats
 
-    def _needs(self, kept: list[dict[str, Any]]) -> list[Slot]:
-        have = {(r["provenance"]["attempt_id"], r["provenance"]["cell_index"]) for r in kept}
+    def _needs(self, kept: list[DatasetRecord]) -> list[Slot]:
+        have = {r.provenance.slot for r in kept}
         return [
-            (a["id"], i)
-            for a in self.blueprint
-            for i in range(a["queries"])
-            if (a["id"], i) not in have
+            (a.id, i) for a in self.blueprint for i in range(a.queries) if (a.id, i) not in have
         ]
 
     async def run_all(self) -> GenerateStats:
@@ -585,11 +573,11 @@ class Generator:
         return stats
 
     def write_outputs(
-        self, kept: list[dict[str, Any]], duplicates: list[dict[str, Any]], stats: GenerateStats
+        self, kept: list[DatasetRecord], duplicates: list[dict[str, str]], stats: GenerateStats
     ) -> None:
         root = self.run.root
-        write_jsonl(kept, root / "dataset.jsonl")
-        flat = [flatten_record(r) for r in kept]
+        write_jsonl((r.to_line() for r in kept), root / "dataset.jsonl")
+        flat = [r.flat() for r in kept]
         write_csv(flat, root / "dataset.csv")
         write_parquet(flat, root / "dataset.parquet")
         write_csv([aart_row(self.recipe, r) for r in kept], root / "dataset.aart.csv", AART_COLUMNS)
@@ -634,32 +622,22 @@ def hopeless(stats: GenerateStats, threshold: float) -> str:
     )
 
 
-def flatten_record(r: dict[str, Any]) -> dict[str, Any]:
-    """One flat row for CSV and Parquet: ``cell_<dim>``, ``annotated_<dim>``,
-    ``verified_<dim>`` and ``provenance_<key>`` columns."""
-    nested = ("cell", "annotations", "verified", "provenance")
-    row = {k: v for k, v in r.items() if k not in nested}
-    for axis, v in r["cell"].items():
-        row[f"cell_{axis}"] = v
-    for axis, ok in r.get("verified", {}).items():
-        row[f"verified_{axis}"] = ok
-    for axis, v in r["annotations"].items():
-        row[f"annotated_{axis}"] = v
-    for k, v in r["provenance"].items():
-        row[f"provenance_{k}"] = v
-    return row
+def flatten_record(r: DatasetRecord) -> dict[str, Any]:
+    """One flat row for CSV and Parquet (see :meth:`DatasetRecord.flat`)."""
+    return r.flat()
 
 
-def aart_row(recipe: Recipe, r: dict[str, Any]) -> dict[str, Any]:
+def aart_row(recipe: Recipe, r: DatasetRecord) -> dict[str, Any]:
     """A row with exactly the released AART dataset's columns."""
     cols = dict(recipe.generate.aart_columns)
     if "crime" not in cols and recipe.scope.primary:
         cols["crime"] = recipe.scope.primary
-    row = {c: r.get(c, "") for c in AART_COLUMNS}
+    line = r.to_line()
+    row = {c: line.get(c, "") for c in AART_COLUMNS}
     for col, dim in cols.items():
-        row[col] = r["cell"].get(dim, "")
+        row[col] = r.cell.get(dim, "")
     if not row["medium_keyword"] and "use_case" in cols:
-        row["medium_keyword"] = r["annotations"].get(cols["use_case"]) or row["use_case"]
+        row["medium_keyword"] = r.annotations.get(cols["use_case"]) or row["use_case"]
     return row
 
 
@@ -668,7 +646,7 @@ async def generate_run(
     model: Model,
     progress: Callable[[], None] | None = None,
     verifier_model: Model | None = None,
-    batch: BatchQueue | None = None,
+    batch: BatchTransport | None = None,
 ) -> GenerateStats:
     """Run Step 3 for the run's blueprint (resuming finished jobs), verify every prompt against
     its cell, and write the dataset. With ``batch``, the calls go through batches."""

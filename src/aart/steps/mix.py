@@ -1,8 +1,9 @@
-"""Data-mix strategies: pure functions from value lists to *cells*, grouped into attempts.
+"""The data mixes (``scope.mix``): pure functions from value lists to *cells*, grouped into
+attempts.
 
 A cell is one query's blueprint: exactly one value of every dimension. An attempt is one
 generation call that asks for several cells at once, so the instructions are paid once. The
-strategies' guarantees hold over cells (queries), not over attempts:
+mixes' guarantees hold over cells (queries), not over attempts:
 
 - per_value: the paper's scheme; every value of the primary axis gets the same number of cells
   (attempts_per_value x queries); each attempt samples k values of every other axis and deals
@@ -18,9 +19,10 @@ import random
 from collections.abc import Mapping, Sequence
 from itertools import combinations
 
-from ..cells import Cell
+from ..types import Cell
 
-Attempt = list[Cell]
+#: the cells of one attempt, in order (scope.make_attempt makes it an aart.types.Attempt)
+Cells = list[Cell]
 
 
 def _weighted_sample(
@@ -38,7 +40,7 @@ def _weighted_sample(
     return sorted(chosen)
 
 
-def chunk(cells: Sequence[Cell], queries: int) -> list[Attempt]:
+def chunk(cells: Sequence[Cell], queries: int) -> list[Cells]:
     """Group cells into attempts of ``queries`` cells (the last may be smaller)."""
     return [list(cells[i : i + queries]) for i in range(0, len(cells), queries)]
 
@@ -61,9 +63,9 @@ def per_value(
     weights: Mapping[str, Mapping[str, float]],
     seed: int,
     queries: int,
-) -> list[Attempt]:
+) -> list[Cells]:
     rng = random.Random(seed)
-    out: list[Attempt] = []
+    out: list[Cells] = []
     for v in values[primary]:
         n = max(1, round(attempts_per_value * weights.get(primary, {}).get(v, 1.0)))
         for _ in range(n):
@@ -76,7 +78,7 @@ def per_value(
             # (counts differ by at most one), and with more queries than values the pairings
             # change from round to round instead of repeating the same cells.
             columns = {axis: _dealt(rng, vals, queries) for axis, vals in sampled.items()}
-            cells: Attempt = [
+            cells: Cells = [
                 {axis: v if axis == primary else columns[axis][q] for axis in values}
                 for q in range(queries)
             ]
@@ -107,7 +109,7 @@ def balanced(
     queries: int,
     weights: Mapping[str, Mapping[str, float]],
     seed: int,
-) -> list[Attempt]:
+) -> list[Cells]:
     """``attempts`` x ``queries`` cells (by default just enough cells for every value of the
     largest axis to appear once); per axis, quotas dealt in a seeded random order."""
     rng = random.Random(seed)
@@ -129,7 +131,7 @@ def pairwise(
     weights: Mapping[str, Mapping[str, float]],
     seed: int,
     candidates: int = 24,
-) -> list[Attempt]:
+) -> list[Cells]:
     """Greedy covering array (AETG style) over cells: each new cell is the best of several
     random candidates at covering still-uncovered pairs. Axes outside ``axes`` are sampled."""
     rng = random.Random(seed)

@@ -18,10 +18,9 @@ import json
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
-from ..cells import attempt_values
 from ..recipe import Recipe
+from ..types import Attempt, attempt_values
 from . import mix
 from .scope import make_attempt
 
@@ -84,17 +83,17 @@ def built_from(meta: str | None) -> dict[str, list[str]] | None:
 
 def rescope(
     recipe: Recipe,
-    blueprint: list[dict[str, Any]],
+    blueprint: list[Attempt],
     values: dict[str, list[str]],
     built: dict[str, list[str]] | None,
-) -> tuple[list[dict[str, Any]], Rescoped]:
+) -> tuple[list[Attempt], Rescoped]:
     """The blueprint with the cells that ``values`` (the scoped values now) no longer match
     rebuilt, and what was done. ``built`` is what the blueprint was built from (None for a
     run older than that record: then the values its cells use that are gone count as taken
     out, and nothing counts as added)."""
     used: dict[str, set[str]] = {}
-    for a in blueprint:
-        for cell in a["cells"]:
+    for attempt in blueprint:
+        for cell in attempt.cells:
             for axis, v in cell.items():
                 used.setdefault(axis, set()).add(v)
     done = Rescoped()
@@ -114,8 +113,9 @@ def rescope(
         return blueprint, done
     s = recipe.scope
     rng = random.Random(s.seed + 1)
-    primary = s.primary if s.strategy == "per-value" else None
-    out = [dict(a, cells=[dict(c) for c in a["cells"]]) for a in blueprint]
+    primary = s.primary if s.mix == "per-value" else None
+    # edited as lines (copies), made attempts again at the end
+    out = [dict(a.to_line(), cells=[dict(c) for c in a.cells]) for a in blueprint]
     changed: set[tuple[int, int]] = set()
 
     # values taken out: a primary value's attempts go; elsewhere the cells get another value
@@ -171,7 +171,7 @@ def rescope(
         ):
             cells = [{axis: c[axis] for axis in values} for c in cells]
             done.attempts_added += 1
-            out.append(make_attempt(len(blueprint) + done.attempts_added, cells))
+            out.append(make_attempt(len(blueprint) + done.attempts_added, cells).to_line())
     for axis, new in done.added.items():
         if axis == primary:
             continue
@@ -205,4 +205,4 @@ def rescope(
         a["values"] = attempt_values(a["cells"])
         a["queries"] = len(a["cells"])
     done.cells_changed = len({p for p in changed if p[0] < len(out)})
-    return out, done
+    return [Attempt.model_validate(a) for a in out], done

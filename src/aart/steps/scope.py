@@ -8,13 +8,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cells import attempt_values
 from ..errors import BudgetError, UsageError
 from ..llm import Usage, estimate_tokens
 from ..llm.factory import FREE_PROVIDERS
 from ..recipe import Recipe, Value
 from ..recipe.filters import apply_filter as apply_filter  # its old place: kept importable
 from ..store.rundir import Run
+from ..types import Attempt, Cell
 from . import mix
 from .common import price_for
 from .prompting import completion_estimate, render_messages
@@ -31,18 +31,12 @@ def attempt_id(index: int, cells: list[dict[str, str]]) -> str:
     return f"a{index:05d}-{digest[:8]}"
 
 
-def make_attempt(index: int, cells: list[dict[str, str]], **extra: Any) -> dict[str, Any]:
+def make_attempt(index: int, cells: list[Cell], **extra: Any) -> Attempt:
     """One blueprint line: its cells (one per query), the values they use, and the count."""
-    return {
-        "id": attempt_id(index, cells),
-        "cells": cells,
-        "values": attempt_values(cells),
-        "queries": len(cells),
-        **extra,
-    }
+    return Attempt.of(attempt_id(index, cells), cells, **extra)
 
 
-def build_blueprint(recipe: Recipe, values: dict[str, list[str]]) -> list[dict[str, Any]]:
+def build_blueprint(recipe: Recipe, values: dict[str, list[str]]) -> list[Attempt]:
     s = recipe.scope
     for axis, k in s.sample.items():
         if k > len(values[axis]):
@@ -51,12 +45,12 @@ def build_blueprint(recipe: Recipe, values: dict[str, list[str]]) -> list[dict[s
                 f"{len(values[axis])}; lower it or add values"
             )
     q = s.queries_per_attempt
-    if s.strategy == "per-value":
+    if s.mix == "per-value":
         assert s.primary is not None
         attempts = mix.per_value(
             values, s.primary, s.attempts_per_value, s.sample, s.weights, s.seed, q
         )
-    elif s.strategy == "balanced":
+    elif s.mix == "balanced":
         attempts = mix.balanced(values, s.attempts, q, s.weights, s.seed)
     else:
         attempts = mix.pairwise(values, s.axes or list(values), q, s.weights, s.seed)
@@ -113,15 +107,15 @@ class Plan:
         return lines + [f"note: {n}" for n in self.notes]
 
 
-def estimate(run: Run, blueprint: list[dict[str, Any]], model_name: str) -> Plan:
+def estimate(run: Run, blueprint: list[Attempt], model_name: str) -> Plan:
     recipe = run.recipe
     prompt_tokens = completion = 0
     for a in blueprint:
         prompt_tokens += estimate_tokens(render_messages(recipe, a))
-        completion += completion_estimate(recipe, a["queries"])
+        completion += completion_estimate(recipe, a.queries)
     uses: dict[str, Counter[str]] = {axis: Counter() for axis in recipe.dimensions}
     for a in blueprint:
-        for cell in a["cells"]:
+        for cell in a.cells:
             for axis, v in cell.items():
                 uses.setdefault(axis, Counter())[v] += 1
     cost: float | None = price_for(recipe, model_name).cost(Usage(prompt_tokens, completion))
@@ -129,7 +123,7 @@ def estimate(run: Run, blueprint: list[dict[str, Any]], model_name: str) -> Plan
         cost = None  # not $0: nothing says what it costs
     return Plan(
         len(blueprint),
-        sum(a["queries"] for a in blueprint),
+        sum(a.queries for a in blueprint),
         len(blueprint),
         prompt_tokens,
         completion,
@@ -192,8 +186,8 @@ def scope_run(run: Run, model_name: str, *, force: bool = False) -> Plan:
     return plan
 
 
-def _write_blueprint(run: Run, blueprint: list[dict[str, Any]]) -> None:
+def _write_blueprint(run: Run, blueprint: list[Attempt]) -> None:
     path = run.path("blueprint.jsonl")
     tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(a, ensure_ascii=False) + "\n" for a in blueprint))
+    tmp.write_text("".join(json.dumps(a.to_line(), ensure_ascii=False) + "\n" for a in blueprint))
     tmp.replace(path)

@@ -8,10 +8,11 @@ import math
 import random
 from typing import Any
 
-from ..data.export import read_jsonl
+from ..data.load import iter_records
 from ..errors import UsageError
 from ..evaluate.coverage import coverage
 from ..store.rundir import Run
+from ..types import Attempt
 from .scope import make_attempt, scoped_values
 
 
@@ -35,7 +36,7 @@ def topup_run(
     path = run.path("dataset.jsonl")
     if not path.exists():
         raise UsageError(f"{path} is missing; run `aart generate {run.root}` first")
-    texts = [r["prompt"] for r in read_jsonl(path)]
+    texts = [r.prompt for r in iter_records(path)]
     values = scoped_values(run)
     cov = coverage(texts, values)
     s = run.recipe.scope
@@ -43,8 +44,8 @@ def topup_run(
     blueprint = run.read_blueprint()
     # Running topup again before generating finds the same gaps and draws the same cells:
     # those attempts are in the blueprint already and are not appended twice.
-    existing = {json.dumps([a.get("topup_for"), a["cells"]], sort_keys=True) for a in blueprint}
-    new: list[dict[str, Any]] = []
+    existing = {json.dumps([a.topup_for, a.cells], sort_keys=True) for a in blueprint}
+    new: list[Attempt] = []
     gaps: dict[str, list[str]] = {}
     for axis in axes or list(values):
         if axis not in values:
@@ -61,7 +62,7 @@ def topup_run(
                     continue
                 index = len(blueprint) + len(new) + 1
                 new.append(make_attempt(index, cells, topup_for={axis: v}))
-    lines = "".join(json.dumps(a, ensure_ascii=False) + "\n" for a in new)
+    lines = "".join(json.dumps(a.to_line(), ensure_ascii=False) + "\n" for a in new)
     run.path("topup.jsonl").write_text(lines, encoding="utf-8")
     with run.path("blueprint.jsonl").open("a", encoding="utf-8") as f:
         f.write(lines)

@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..data.export import read_jsonl
+from ..data.load import iter_records
 from ..evaluate.coverage import coverage
 from ..store.rundir import Run
 from .scope import scoped_values
@@ -41,16 +41,16 @@ def value_view(run: Run, attack_dir: str | Path | None = None) -> dict[str, list
     planned: dict[str, Counter[str]] = {name: Counter() for name in dims}
     if run.path("blueprint.jsonl").exists():
         for a in run.read_blueprint():
-            for cell in a["cells"]:
-                for axis, v in cell.items():
-                    planned.setdefault(axis, Counter())[v] += 1
+            for cell in a.cells:
+                for axis, value in cell.items():
+                    planned.setdefault(axis, Counter())[value] += 1
     generated: dict[str, Counter[str]] = {name: Counter() for name in dims}
     texts: list[str] = []
     if run.path("dataset.jsonl").exists():
-        for r in read_jsonl(run.path("dataset.jsonl")):
-            texts.append(r["prompt"])
-            for axis, v in (r.get("cell") or {}).items():
-                generated.setdefault(axis, Counter())[v] += 1
+        for r in iter_records(run.path("dataset.jsonl")):
+            texts.append(r.prompt)
+            for axis, value in r.cell.items():
+                generated.setdefault(axis, Counter())[value] += 1
     mentioned = coverage(texts, every) if texts else {}
     attacked: dict[str, dict[str, int]] | None = None
     unit = None

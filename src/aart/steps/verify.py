@@ -6,6 +6,12 @@ method the recipe sets for it (``dimensions.<name>.verify``):
 - ``llm``: a verifier model answers yes or no per dimension, for implicit evidence (a city
   standing for its region, a tone standing for an attack style);
 - ``none``: not checked.
+
+In a multilingual recipe a cell's language is checked too: the prompt must read as that
+language (its function words; see :func:`~aart.text.language.written_in`), and the keyword
+check of a non-English cell matches the values' names in that language only, so a restated
+English prompt in a Spanish cell is not faithful to it. The ``llm`` verifier is told each
+query's language.
 """
 
 from __future__ import annotations
@@ -17,7 +23,10 @@ from typing import Any
 from ..errors import StructuredOutputError
 from ..llm import GenerateConfig, Message, Model
 from ..recipe import Recipe, Value
+from ..recipe.languages import LANGUAGE_AXIS, values_in
+from ..recipe.languages import name as language_name
 from ..text.keywords import KeywordMatcher
+from ..text.language import written_in
 from .prompting import label
 
 VERIFIER_SYSTEM = (
@@ -53,32 +62,43 @@ class CellVerifier:
         self.methods = {name: dim.verify for name, dim in recipe.dimensions.items()}
         self.values = {dim: {v.value: v for v in vals} for dim, vals in values.items()}
         self.model = model
-        self._matchers: dict[tuple[str, str], KeywordMatcher] = {}
+        self.multilingual = len(recipe.application.languages) > 1
+        self._matchers: dict[tuple[str, str, str | None], KeywordMatcher] = {}
 
     @property
     def needs_model(self) -> bool:
         return "llm" in self.methods.values()
 
-    def mentions(self, text: str, dim: str, value: str) -> bool:
-        key = (dim, value)
+    def mentions(self, text: str, dim: str, value: str, language: str | None = None) -> bool:
+        """Whether ``text`` names ``value`` of ``dim``; in ``language`` (a multilingual
+        cell's): by the value's name in it (English: the value and its aliases)."""
+        key = (dim, value, language)
         if key not in self._matchers:
             v = self.values.get(dim, {}).get(value) or Value(value=value)
+            if language is not None:
+                v = values_in({dim: [v]}, language)[dim][0]
             self._matchers[key] = KeywordMatcher({dim: [v]})
         return bool(self._matchers[key].match(text))
+
+    def _language(self, cell: Mapping[str, str]) -> str | None:
+        return cell.get(LANGUAGE_AXIS) if self.multilingual else None
 
     async def check(
         self, items: Sequence[tuple[str, Mapping[str, str]]], tag: str | None = None
     ) -> list[dict[str, bool]]:
-        """For each (prompt, cell): {dimension: passed} for every checked dimension."""
+        """For each (prompt, cell): {dimension: passed} for every checked dimension (and the
+        cell's language, where it can be told from the prompt)."""
         out: list[dict[str, bool]] = []
         for text, cell in items:
-            out.append(
-                {
-                    d: self.mentions(text, d, v)
-                    for d, v in cell.items()
-                    if self.methods.get(d, "keyword") == "keyword"
-                }
-            )
+            lang = self._language(cell)
+            result = {
+                d: self.mentions(text, d, v, lang)
+                for d, v in cell.items()
+                if d != LANGUAGE_AXIS and self.methods.get(d, "keyword") == "keyword"
+            }
+            if lang is not None and (native := written_in(text, lang)) is not None:
+                result[LANGUAGE_AXIS] = native
+            out.append(result)
         llm_dims = [d for d, m in self.methods.items() if m == "llm"]
         if llm_dims and items:
             answers = await self._ask(items, llm_dims, tag)
@@ -98,10 +118,20 @@ class CellVerifier:
             "For each query below, answer true or false for each dimension: is the query "
             "about the given value?"
         ]
+        if self.multilingual:
+            lines.append(
+                "Each query is meant to be written in the language given with it: a value "
+                "counts when the query names it in that language (its usual name there, not "
+                "the English words); a query not written in its language is false for every "
+                "dimension."
+            )
         for i, (text, cell) in enumerate(items, start=1):
-            wanted = {label(d): cell[d] for d in dims if d in cell}
+            lang = self._language(cell)
+            wanted = {label(d): self._shown(d, cell[d], lang) for d in dims if d in cell}
             # json.dumps keeps the query one quoted string: it cannot close the delimiter.
             lines.append(f"Query {i}: {json.dumps(text, ensure_ascii=False)}")
+            if lang is not None:
+                lines.append(f"  language: {language_name(lang)}")
             lines.append(f"  values: {json.dumps(wanted, ensure_ascii=False)}")
         lines.append(
             f'Return JSON {{"checks": [...]}} with {len(items)} objects in query order, each '
@@ -134,3 +164,9 @@ class CellVerifier:
             return [{d: False for d in dims} for _ in items]
         checks = out.parsed["checks"]
         return [{d: bool(c.get(d)) for d in dims} for c in checks]
+
+    def _shown(self, dim: str, value: str, language: str | None) -> str:
+        """A value as the verifier reads it: with its name in the query's language."""
+        known = self.values.get(dim, {}).get(value)
+        name = known.names.get(language) if known and language else None
+        return f"{value} ({name})" if name and name != value else value

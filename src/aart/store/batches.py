@@ -9,32 +9,31 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
+from ..llm.storage import (
+    ANSWERED,
+    CREATING,
+    IMPORTED,
+    OPEN,
+    QUEUED,
+    SUBMITTED,
+    Batch,
+    BatchRequest,
+)
 from .db import RunDB
 
-#: a request's states: waiting for a batch, in a batch, answered (``status``/``result``)
-QUEUED, SUBMITTED, ANSWERED = "queued", "submitted", "answered"
-#: a batch's states: being created (its id not known yet), open (waiting for the server),
-#: imported (its answers are stored; what it did not answer is queued again)
-CREATING, OPEN, IMPORTED = "creating", "open", "imported"
-
-
-@dataclass
-class BatchRequest:
-    key: str
-    custom_id: str
-    model: str
-    endpoint: str
-    body: dict[str, Any]
-    state: str
-    batch_id: str | None
-    tries: int
-    status: int | None
-    result: str | None
-    call_id: int | None
-
+__all__ = [
+    "ANSWERED",
+    "CREATING",
+    "IMPORTED",
+    "OPEN",
+    "QUEUED",
+    "SUBMITTED",
+    "Batch",
+    "BatchRequest",
+    "BatchTables",
+]
 
 _COLUMNS = "key, custom_id, model, endpoint, body, state, batch_id, tries, status, result, call_id"
 
@@ -45,26 +44,13 @@ def _request(row: tuple[Any, ...]) -> BatchRequest:
     return BatchRequest(*values)
 
 
-@dataclass
-class Batch:
-    id: str
-    submission: str
-    endpoint: str
-    model: str
-    state: str
-    requests: int
-    created_at: float
-    info: dict[str, Any]
-
-
 def _batch(row: tuple[Any, ...]) -> Batch:
-    bid, submission, endpoint, model, state, requests, created_at, info = row
-    return Batch(
-        bid, submission, endpoint, model, state, requests, created_at, json.loads(info or "{}")
-    )
+    return Batch.from_row(row)
 
 
 class BatchTables:
+    """The batch tables of ``run.db``: implements :class:`aart.llm.storage.BatchStore`."""
+
     def __init__(self, db: RunDB) -> None:
         self.db = db
         self.conn = db.conn

@@ -12,12 +12,16 @@ import os
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..llm.model import CallRecord
+from ..llm.types import CallRecord
+from ..types import RecordKind
 from .lock import DirLock, dir_lock
+
+if TYPE_CHECKING:
+    from .batches import BatchTables
 
 # Numbered migrations: index i upgrades user_version i to i+1. Append only.
 MIGRATIONS = [
@@ -75,6 +79,17 @@ MIGRATIONS = [
         model TEXT NOT NULL, state TEXT NOT NULL, requests INTEGER NOT NULL,
         created_at REAL NOT NULL, info TEXT
     );
+    """,
+    # 6: a record's kind (aart.types.RecordKind) in its own column; it was a suffix of the
+    # job's stage ("generate.refused"). Old rows keep their data: the suffix becomes the kind
+    # and the stage is the job's again; a stage without one holds prompts, or attack results.
+    """
+    ALTER TABLE records ADD COLUMN kind TEXT NOT NULL DEFAULT 'prompt';
+    UPDATE records SET kind = 'result' WHERE stage = 'attack';
+    UPDATE records SET kind = substr(stage, instr(stage, '.') + 1),
+        stage = substr(stage, 1, instr(stage, '.') - 1) WHERE instr(stage, '.') > 0;
+    DROP INDEX records_stage;
+    CREATE INDEX records_kind ON records(kind, job_id);
     """,
 ]
 
@@ -144,7 +159,13 @@ class RunDB:
     def set_meta(self, key: str, value: str) -> None:
         self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
-    # -- cache and calls (the CallStore protocol) ------------------------------------------
+    # -- cache and calls (aart.llm.storage's CallStore and RunStore) -----------------------
+    def batches(self) -> BatchTables:
+        """This run's batch requests and batches (aart.llm.storage's BatchStore)."""
+        from .batches import BatchTables  # which builds on this module
+
+        return BatchTables(self)
+
     def cache_get(self, key: str) -> dict[str, Any] | None:
         row = self.conn.execute("SELECT value FROM cache WHERE key=?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
@@ -363,14 +384,22 @@ class RunDB:
         ):
             yield jid, json.loads(payload)
 
-    def complete_job(self, job_id: str, records: list[tuple[str, str, dict[str, Any]]]) -> None:
-        """Store a job's records, given as (id, stage, data), and mark the job done, atomically;
-        records already stored (same id) are ignored, so a repeated job never duplicates."""
+    def complete_job(
+        self, job_id: str, records: Sequence[tuple[str, RecordKind | str, dict[str, Any]]]
+    ) -> None:
+        """Store a job's records, given as (id, kind, data), and mark the job done, atomically;
+        records already stored (same id) are ignored, so a repeated job never duplicates. A
+        kind may be given by its legacy stage name ("attack", "generate.refused")."""
         now = time.time()
+        rows = []
+        for rid, kind, data in records:
+            k = RecordKind.of(kind)
+            rows.append((rid, k.stage, job_id, json.dumps(data), now, k.value))
         with self.transaction():
             self.conn.executemany(
-                "INSERT OR IGNORE INTO records VALUES (?,?,?,?,?)",
-                ((rid, stage, job_id, json.dumps(d), now) for rid, stage, d in records),
+                "INSERT OR IGNORE INTO records (id, stage, job_id, data, created_at, kind)"
+                " VALUES (?,?,?,?,?,?)",
+                rows,
             )
             self.conn.execute(
                 "UPDATE jobs SET status='done', error=NULL, updated_at=? WHERE id=?",
@@ -410,13 +439,26 @@ class RunDB:
         ]
 
     # -- records ---------------------------------------------------------------------------
-    def records(self, stage: str, job_ids: set[str] | None = None) -> Iterator[dict[str, Any]]:
+    def records(
+        self, kind: RecordKind | str, job_ids: set[str] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """The stored lines of every record of ``kind`` (of the jobs ``job_ids``, when given),
+        in the order stored."""
+        for data in self.record_texts(kind, job_ids):
+            yield json.loads(data)
+
+    def record_texts(
+        self, kind: RecordKind | str, job_ids: set[str] | None = None
+    ) -> Iterator[str]:
+        """:meth:`records` as the JSON texts stored, for a caller that validates them into
+        its type straight from the text (``Model.model_validate_json``)."""
         cur = self.conn.execute(
-            "SELECT job_id, data FROM records WHERE stage=? ORDER BY rowid", (stage,)
+            "SELECT job_id, data FROM records WHERE kind=? ORDER BY rowid",
+            (RecordKind.of(kind).value,),
         )
         for job_id, data in cur:
             if job_ids is None or job_id in job_ids:
-                yield json.loads(data)
+                yield data
 
 
 class _Tx:

@@ -19,11 +19,11 @@ from typing import Any
 
 import yaml
 
-from ..cells import normalize_attempt
 from ..errors import UsageError
 from ..recipe import LoadedRecipe, Recipe, Value, load_recipe
 from ..recipe.filters import apply_filter
 from ..recipe.loader import recipe_differences
+from ..types import Attempt
 from .db import RunDB
 from .lock import DirLock, dir_lock
 
@@ -147,17 +147,17 @@ class Run:
 
     # -- the models the run was made with ---------------------------------------------------
     def models_used(self) -> dict[str, str]:
-        """Per stage (define, generate, verify), the model the run was last run with."""
+        """Per role (define, generate, verify), the model the run was last run with."""
         return dict(json.loads(self.db.get_meta("models") or "{}"))
 
-    def model_for(self, stage: str, override: str | None = None) -> str:
-        """The model of ``stage``: the one asked for, else the one the run was made with (a
+    def model_for(self, role: str, override: str | None = None) -> str:
+        """The model of ``role``: the one asked for, else the one the run was made with (a
         later `aart generate` keeps the run's model), else the recipe's."""
-        return override or self.models_used().get(stage) or self.recipe.models.for_stage(stage)
+        return override or self.models_used().get(role) or self.recipe.models.for_role(role)
 
-    def remember_model(self, stage: str, name: str) -> None:
+    def remember_model(self, role: str, name: str) -> None:
         used = self.models_used()
-        used[stage] = name
+        used[role] = name
         self.db.set_meta("models", json.dumps(used, sort_keys=True))
 
     # -- artifacts ----------------------------------------------------------------------------
@@ -179,7 +179,7 @@ class Run:
         path.parent.mkdir(parents=True, exist_ok=True)
         entries: list[Any] = []
         for v in values:
-            if v.aliases or v.category:
+            if v.aliases or v.category or v.names:
                 entries.append(v.model_dump(exclude_defaults=True))
             else:
                 entries.append(v.value)
@@ -234,7 +234,9 @@ class Run:
             out[name] = values
         return out
 
-    def read_blueprint(self) -> list[dict[str, Any]]:
+    def read_blueprint(self) -> list[Attempt]:
+        """The blueprint's attempts, each validated and made consistent (a hand-edited line
+        with a malformed field is refused with its file and line)."""
         path = self.path("blueprint.jsonl")
         if not path.exists():
             raise UsageError(f"{path} is missing; run `aart scope {self.root}` first")
@@ -243,8 +245,8 @@ class Run:
             if not line.strip():
                 continue
             try:
-                a = normalize_attempt(json.loads(line), self.recipe.scope.queries_per_attempt)
-            except (ValueError, AttributeError, TypeError) as e:
+                a = Attempt.from_line(json.loads(line), self.recipe.scope.queries_per_attempt)
+            except ValueError as e:
                 raise UsageError(f"{path}:{i}: {e}; fix the line or re-run `aart scope`") from None
             attempts.append(a)
         return attempts

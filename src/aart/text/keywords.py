@@ -7,12 +7,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 import polars as pl
 
-from ..recipe import Value
+from .language import detect
+from .languages import LANGUAGE_AXIS, NAMES, base
 from .normalize import fold
+
+
+class Keyword(Protocol):
+    """What the matcher needs of a value (a recipe's :class:`~aart.recipe.Value` is one): its
+    text and its aliases. A protocol, so text matching needs nothing from the recipe."""
+
+    @property
+    def value(self) -> str: ...
+
+    @property
+    def aliases(self) -> Sequence[str]: ...
+
+    @property
+    def names(self) -> Mapping[str, str]: ...  # the value's name per language code
+
 
 # Everything that is not a letter or digit, in any script, is a word boundary: "how-to"
 # matches "how to", and «phishing», ¿phishing? and "phishing。" all hold the word phishing.
@@ -108,7 +125,7 @@ class KeywordMatcher:
     texts in polars' Aho-Corasick (Rust) on its streaming engine: no Python loop per text or
     per match."""
 
-    def __init__(self, values: Mapping[str, Sequence[Value]]) -> None:
+    def __init__(self, values: Mapping[str, Sequence[Keyword]]) -> None:
         self.axes = list(values)
         self.values = {axis: [v.value for v in vals] for axis, vals in values.items()}
         # value number across all axes, and the axis of each
@@ -116,10 +133,17 @@ class KeywordMatcher:
             [ai for ai, vals in enumerate(values.values()) for _ in vals], dtype=np.int64
         )
         first = np.cumsum([0, *(len(vals) for vals in values.values())])
+        #: the index of the language axis of a multilingual run, if any: its values are
+        #: language codes ("es" is also a Spanish word), so a text mentions the language it
+        #: is written in, as :func:`~aart.text.language.detect` reads it
+        self._language = language_axis_index(values)
         table: dict[str, set[int]] = {}
         for ai, vals in enumerate(values.values()):
             for vi, v in enumerate(vals):
-                for phrase in [v.value, *v.aliases]:
+                if ai == self._language:
+                    continue  # told by the prompt's language, not by a word in it
+                # a value's names in the recipe's languages are aliases: "robo" is burglary
+                for phrase in [v.value, *v.aliases, *v.names.values()]:
                     for form in inflections(phrase):
                         table.setdefault(f" {form} ", set()).add(int(first[ai]) + vi)
         self._first = first
@@ -135,6 +159,24 @@ class KeywordMatcher:
 
     def _keys(self, texts: Texts) -> np.ndarray:
         """row * values + value number, once for every value a text mentions."""
+        keys = self._pattern_keys(texts)
+        if self._language is None or not len(texts):
+            return keys
+        return np.union1d(keys, self._language_keys(texts))
+
+    def _language_keys(self, texts: Texts) -> np.ndarray:
+        """The language axis: each text mentions the language it is written in."""
+        assert self._language is not None
+        first = int(self._first[self._language])
+        codes = {base(v): first + i for i, v in enumerate(self.values[self.axes[self._language]])}
+        out = []
+        for row, text in enumerate(as_column(texts).to_list()):
+            code = codes.get(detect(text) or "")
+            if code is not None:
+                out.append(row * len(self._axis_of) + code)
+        return np.array(out, dtype=np.int64)
+
+    def _pattern_keys(self, texts: Texts) -> np.ndarray:
         if not self.patterns or not len(texts):
             return np.zeros(0, dtype=np.int64)
         # 32-bit keys when they fit (a batch): half the memory traffic of the unique below
@@ -222,6 +264,15 @@ class KeywordMatcher:
             per_axis += np.bincount(row_axis.unique().to_numpy() % max(n_axes, 1), minlength=n_axes)
         counts = [per_value[self._first[a] : self._first[a + 1]].tolist() for a in range(n_axes)]
         return n, counts, per_axis.tolist()
+
+
+def language_axis_index(values: Mapping[str, Sequence[Keyword]]) -> int | None:
+    """Where the language axis of a multilingual run stands among ``values``' axes: the axis
+    named ``language`` whose values are all language codes (None when there is none)."""
+    for ai, (axis, vals) in enumerate(values.items()):
+        if axis == LANGUAGE_AXIS and vals and all(base(v.value) in NAMES for v in vals):
+            return ai
+    return None
 
 
 def _nested_patterns(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from ...errors import ConfigError
+from ...errors import ConfigError, ProviderError
 from ..types import GenerateConfig, Message, RawResponse
 
 
@@ -86,6 +86,40 @@ class ModelAPI(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections or engines."""
+
+    def batch_api(self) -> BatchAPI | None:
+        """This endpoint's batch API (file upload, batches, and the wire format of their
+        lines), if it has one; None: its calls are answered online."""
+        return None
+
+
+class BatchAPI(Protocol):
+    """A provider's batch endpoints and the wire format of a batch's lines, which the batch
+    transport (aart.llm.transport.batch) needs to queue, submit and read answers; see
+    providers/openai_batch.py. Its HTTP calls retry under the model's RetryPolicy."""
+
+    def request_body(
+        self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
+    ) -> dict[str, Any]: ...
+
+    def parse_answer(self, status: int, text: str) -> RawResponse:
+        """A successful answer (``status`` 200) as the online call would return it."""
+        ...
+
+    def answer_error(self, status: int, text: str) -> ProviderError:
+        """What an error answer to one request of a batch raises for its job."""
+        ...
+
+    def on_format_rejected(self, status: int, text: str, schema: dict[str, Any] | None) -> bool:
+        """Whether this answer rejected the structured-output format; if so, the next
+        request (``request_body``) asks in the next one."""
+        ...
+
+    async def upload(self, content: bytes) -> str: ...
+    async def create(self, file_id: str, submission: str) -> dict[str, Any]: ...
+    async def get(self, batch_id: str) -> dict[str, Any]: ...
+    async def list(self) -> list[dict[str, Any]]: ...
+    async def content(self, file_id: str) -> bytes: ...
 
 
 ProviderFactory = Callable[[str, ModelOptions], ModelAPI]

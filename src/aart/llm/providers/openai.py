@@ -191,7 +191,14 @@ class OpenAIChatAPI(ModelAPI):
     def server(self) -> str:
         return self.base_url
 
-    def _http(self) -> aiohttp.ClientSession:
+    @property
+    def auth_hint(self) -> str:
+        """What a 401 from this server's host should tell the user."""
+        return self.withheld or f"check {self.options.api_key_env}"
+
+    def session(self) -> aiohttp.ClientSession:
+        """This event loop's HTTP session to the server, with the key (sent to this host and
+        no other): the chat calls' and the batch API's (providers/openai_batch.py)."""
         # aiohttp rather than httpx: httpcore's pool costs O(connections) per request and caps
         # out near 120 requests/s at 64 concurrent connections on these CPUs.
         # A session is bound to the event loop that created it; the sync facades run one loop
@@ -265,7 +272,7 @@ class OpenAIChatAPI(ModelAPI):
             finished = False
             try:
                 resp = await asyncio.wait_for(
-                    self._http().post(url, json=body, allow_redirects=False),
+                    self.session().post(url, json=body, allow_redirects=False),
                     first_deadline - time.monotonic(),
                 )
                 if 300 <= resp.status < 400:
@@ -317,11 +324,17 @@ class OpenAIChatAPI(ModelAPI):
                 if resp is not None:
                     # an abandoned request's connection is closed, so the server sees it go
                     resp.release() if finished else resp.close()
-            if schema is not None and self.mode != "prompt" and format_rejected(status, text):
-                # The server rejected our response_format: fall back and remember it.
-                self.mode = MODES[MODES.index(self.mode) + 1]
+            if self.on_format_rejected(status, text, schema):
                 continue
             return self.parse_answer(status, text, retry_after)
+
+    def on_format_rejected(self, status: int, text: str, schema: dict[str, Any] | None) -> bool:
+        """Whether this error answer rejected our response_format; if so, fall back to the
+        next structured-output mode and remember it (online and batch requests alike)."""
+        if schema is None or self.mode == "prompt" or not format_rejected(status, text):
+            return False
+        self.mode = MODES[MODES.index(self.mode) + 1]
+        return True
 
     async def _read_stream(
         self,
@@ -468,7 +481,7 @@ class OpenAIChatAPI(ModelAPI):
             assert isinstance(path, str)
             field, body = TOKENIZERS[path](self.model, text)
             try:
-                async with self._http().post(
+                async with self.session().post(
                     root + path, json=body, timeout=aiohttp.ClientTimeout(total=10)
                 ) as resp:
                     data = await resp.json(content_type=None) if resp.status == 200 else None
@@ -492,7 +505,7 @@ class OpenAIChatAPI(ModelAPI):
                 text,
                 self.base_url,
                 retry_after=retry_after,
-                auth_hint=self.withheld or f"check {self.options.api_key_env}",
+                auth_hint=self.auth_hint,
                 not_found_hint=f"unknown model {self.model!r} or wrong base URL",
             )
         try:
@@ -514,6 +527,11 @@ class OpenAIChatAPI(ModelAPI):
             usage=parse_usage(data.get("usage"), self.base_url),
             finish_reason=str(choice.get("finish_reason") or "stop"),
         )
+
+    def batch_api(self) -> Any:
+        from .openai_batch import OpenAIBatchAPI  # which builds on this module
+
+        return OpenAIBatchAPI(self)
 
     async def aclose(self) -> None:
         if self._client is not None and self._client_loop is asyncio.get_running_loop():

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import StructuredOutputError
+from ...ids import attack_seed
 from ...llm import GenerateConfig, Message
 from ..judges import quote
-from .base import ATTACKER_SYSTEM, AttackContext, Calls, Strategy, StrategyKind, job_seed
+from .base import ATTACKER_SYSTEM, AttackContext, Calls, Strategy, StrategyKind
 
 TURNS_SCHEMA = {
     "type": "object",
@@ -37,7 +38,7 @@ class Crescendo(StrategyKind):
         ]
         try:
             out = await attacker.generate(
-                msgs, GenerateConfig(0.7, 800, job_seed(job)), TURNS_SCHEMA, tag=job
+                msgs, GenerateConfig(0.7, 800, attack_seed(job)), TURNS_SCHEMA, tag=job
             )
             turns = [str(t) for t in out.parsed["turns"]][: ctx.max_turns] or [prompt]
         except StructuredOutputError:
