@@ -285,11 +285,13 @@ def test_the_language_axis_takes_quotas_like_any_axis(tmp_path):
 
 
 def test_the_built_in_multilingual_recipe_is_listed(tmp_path):
-    from click.testing import CliRunner
+    import subprocess
+    import sys
 
-    from aart.cli.main import cli
-
-    out = CliRunner().invoke(cli, ["recipes"]).output
+    # in a subprocess: click's CliRunner here would change the help width test_docs renders
+    out = subprocess.run(
+        [sys.executable, "-m", "aart", "recipes"], capture_output=True, text=True, check=True
+    ).stdout
     assert TRAVEL in out
     recipe = load_recipe(TRAVEL).recipe
     assert recipe.application.languages == ["en", "es", "fr", "de"]

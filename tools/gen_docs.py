@@ -53,13 +53,17 @@ def cli_reference() -> str:
 
     def walk(cmd: click.Command, path: list[str], parent: click.Context | None) -> None:
         name = " ".join(path)
-        # a fixed width and info name: the page is the same on every terminal and machine
+        # a fixed width and info name: the page is the same on every terminal and machine;
+        # the root's context settings (``-h`` beside ``--help``) as an invocation gets them
+        # (click caches a command's help option the first time a context asks for it, so a
+        # context without them would print whatever an earlier caller saw)
         ctx = click.Context(
             cmd,
             info_name=path[-1],
             parent=parent,
             terminal_width=HELP_WIDTH,
             max_content_width=HELP_WIDTH,
+            **({} if parent else cmd.context_settings),
         )
         level = "#" * (2 if len(path) <= 2 else 3)
         out.append(f"{level} `{name}`\n")

@@ -10,18 +10,20 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, Unpack
 
-from .errors import BudgetError, EndpointDown, Exported, UsageError
-from .llm import BudgetExhausted, Model, ModelOptions, Price
+from .errors import BudgetError, Exported, UsageError
+from .llm import Model, ModelOptions
 from .llm.factory import ModelFactory
-from .llm.providers.base import provider_names
 from .llm.transport.base import Execution
 from .llm.transport.batch import BatchSettings, batch_of
 from .llm.transport.ray import RaySettings
 from .recipe import load_recipe
-from .redteam.attack import AttackConfig
+from .redteam import estimate as attack_estimate
 from .redteam.findings import Findings
+from .redteam.session import AttackSession
+from .redteam.spec import AttackArgs, AttackSpec
+from .report.attack import write_attack_report
 from .steps.baseline import BaselineStats, load_pool, run_baseline
 from .steps.common import preflight, recipe_budget, recipe_prices, run_models
 from .steps.define import define_report, define_run
@@ -369,306 +371,34 @@ def _check_planned_budget(
 def attack(
     dataset: str | Path,
     *,
-    target: str | None = None,
     out: str | Path,
-    judge: str | None = None,
-    classifier: str | None = None,
-    recipe: str | Path | None = None,
-    system_prompt: str | None = None,
-    base_url: str | None = None,
-    max_tokens: int | None = None,
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int | None = None,
-    concurrency: int | None = None,
-    no_cache: bool = False,
     baseline: str | Path | None = None,
     progress: Progress | None = None,
-    min_judged: float | None = None,
-    prices: dict[str, Price] | None = None,
-    max_cost: float | None = None,
-    text_column: str = "prompt",
-    axis_columns: dict[str, str] | None = None,
-    annotation_columns: dict[str, str] | None = None,
-    replay: str | Path | None = None,
-    strategies: list[str] | None = None,
-    attacker: str | None = None,
-    max_rounds: int | None = None,
-    max_turns: int | None = None,
-    batch: BatchSettings | None = None,
-    ray: RaySettings | None = None,
-    fail_above: float | None = None,
-    gate_on: str | None = None,
-    gate_axes: dict[str, float] | None = None,
-    gate_strategies: dict[str, float] | None = None,
+    **args: Unpack[AttackArgs],
 ) -> Findings:
-    """Attack ``target`` with every prompt of ``dataset`` (under every strategy), judge the
+    """Attack the target with every prompt of ``dataset`` (under every strategy), judge the
     responses, write OUT/report.html, report.md, attack.json and failures.jsonl; returns the
-    findings. Settings come from :func:`attack_config`: an argument left at None takes the
-    recipe's ``attack:`` section, else the default (``findings.settings`` says which);
-    ``findings.inconclusive`` is true when too few prompts got a verdict or an endpoint failed
-    every call; ``findings.gate`` holds the gate's rules (``fail_above``, per axis, per
-    strategy) and their outcomes. ``limit`` takes the first N prompts in the file's order;
-    ``sample`` takes N spread over the cells (seeded by ``seed``); a re-run into ``out`` over
-    fewer or other prompts is refused."""
-    config, resolved = attack_config(
-        dataset,
-        target=target,
-        judge=judge,
-        classifier=classifier,
-        recipe=recipe,
-        system_prompt=system_prompt,
-        base_url=base_url,
-        max_tokens=max_tokens,
-        limit=limit,
-        sample=sample,
-        seed=seed,
-        concurrency=concurrency,
-        no_cache=no_cache,
-        prices=prices,
-        max_cost=max_cost,
-        text_column=text_column,
-        axis_columns=axis_columns,
-        annotation_columns=annotation_columns,
-        replay=replay,
-        strategies=strategies,
-        attacker=attacker,
-        max_rounds=max_rounds,
-        max_turns=max_turns,
-        batch=batch,
-        ray=ray,
-        fail_above=fail_above,
-        gate_on=gate_on,
-        min_judged=min_judged,
-        gate_axes=gate_axes,
-        gate_strategies=gate_strategies,
-        with_settings=True,
-    )
-    return _run_attack(
-        dataset,
-        config,
-        out=out,
-        baseline=baseline,
-        progress=progress,
-        resolved=resolved,
-    )
+    findings. The settings (:class:`~aart.redteam.spec.AttackArgs`) resolve as
+    :meth:`AttackSpec.resolve <aart.redteam.spec.AttackSpec.resolve>` says: an argument left
+    at None takes the recipe's ``attack:`` section, else the default (``findings.settings``
+    says which); ``findings.inconclusive`` is true when too few prompts got a verdict or an
+    endpoint failed every call; ``findings.gate`` holds the gate's rules (``fail_above``, per
+    axis, per strategy) and their outcomes. ``limit`` takes the first N prompts in the file's
+    order; ``sample`` takes N spread over the cells (seeded by ``seed``); a re-run into
+    ``out`` over fewer or other prompts is refused."""
+    spec = AttackSpec.resolve(dataset, **args)
+    return AttackSession(spec, out, baseline=baseline, report=write_attack_report).run(progress)
 
 
-def attack_config(
-    dataset: str | Path,
-    *,
-    recipe: str | Path | None = None,
-    limit: int | None = None,
-    concurrency: int | None = None,
-    no_cache: bool = False,
-    prices: dict[str, Price] | None = None,
-    text_column: str = "prompt",
-    axis_columns: dict[str, str] | None = None,
-    annotation_columns: dict[str, str] | None = None,
-    replay: str | Path | None = None,
-    batch: BatchSettings | None = None,
-    ray: RaySettings | None = None,
-    with_settings: bool = False,
-    **flags: Any,
-) -> Any:
-    """The attack's settings: each of ``redteam.settings.DEFAULTS`` from ``flags`` (None:
-    not given), else the recipe's ``attack:`` section (the dataset's run recipe by default),
-    else the default; the recipe's policy and prices (attack.prices added, the flags' last).
-    With ``with_settings``, also the resolution (values and sources)."""
-    from .redteam import AttackConfig
-    from .redteam.settings import DEFAULTS, from_recipe, resolve
-
-    unknown = set(flags) - set(DEFAULTS)
-    if unknown:
-        raise TypeError(f"attack_config: unknown settings {sorted(unknown)}")
-    ds = Path(dataset)
-    if recipe is None and (ds.parent / "recipe.yaml").exists():
-        recipe = ds.parent / "recipe.yaml"  # a dataset inside a run directory knows its recipe
-    app_name = policy = ""
-    budget = None
-    all_prices: dict[str, Price] = {}
-    from_rec = None
-    if recipe is not None:
-        rec = load_recipe(recipe).recipe
-        app = rec.application
-        app_name, policy = app.name, app.policy
-        budget = rec.attack.budget if rec.attack.budget is not None else rec.budget
-        all_prices = recipe_prices(rec)
-        all_prices.update(
-            (name, Price(p.input, p.output, p.batch_input, p.batch_output))
-            for name, p in rec.attack.prices.items()
-        )
-        from_rec = from_recipe(rec)
-        if replay is not None:  # a replay takes the earlier attack's strategies, exactly
-            from_rec["strategies"] = None
-    all_prices.update(prices or {})
-    r = resolve(flags, from_rec)
-    from .redteam.gate import GATE_ON
-
-    if r["gate_on"] not in GATE_ON:
-        raise UsageError(f"gate_on {r['gate_on']!r}: choose one of {', '.join(GATE_ON)}")
-    if r["target"] is None:
-        raise UsageError(
-            "no target: give --target (provider/model, a target .yaml or module:function), "
-            "or attack.target in the recipe"
-        )
-    config = AttackConfig(
-        target=r["target"],
-        judge=r["judge"],
-        classifier=r["classifier"],
-        system_prompt=r["system_prompt"],
-        app_name=app_name,
-        policy=policy,
-        max_tokens=r["max_tokens"],
-        limit=limit,
-        sample=r["sample"],
-        seed=r["seed"],
-        use_cache=not no_cache,
-        options=ModelOptions(base_url=r["base_url"], concurrency=concurrency),
-        prices=all_prices,
-        max_calls=budget.max_calls if budget else None,
-        max_tokens_total=budget.max_tokens if budget else None,
-        max_cost=r["max_cost"],
-        budget_names={"max_cost": "--max-cost"} if r.sources["max_cost"] == "flag" else {},
-        text_column=text_column,
-        axis_columns=axis_columns or {},
-        annotation_columns=annotation_columns or {},
-        replay=str(replay) if replay is not None else None,
-        strategies=list(r["strategies"]),
-        attacker=r["attacker"],
-        max_rounds=r["max_rounds"],
-        max_turns=r["max_turns"],
-        recipe=str(recipe) if recipe is not None else None,
-        batch=batch,
-        ray=ray,
-    )
-    return (config, r) if with_settings else config
+def attack_config(dataset: str | Path, **args: Unpack[AttackArgs]) -> AttackSpec:
+    """The attack's resolved settings (kept for callers of earlier versions)."""
+    return AttackSpec.resolve(dataset, **args)
 
 
-def _run_attack(
-    dataset: str | Path,
-    config: AttackConfig,
-    *,
-    out: str | Path,
-    baseline: str | Path | None,
-    progress: Progress | None,
-    resolved: Any,
-) -> Findings:
-    """Attack with ``config``, judge the responses, write OUT/report.html, report.md,
-    attack.json and failures.jsonl; returns the findings. ``findings.inconclusive`` is true
-    when fewer than ``min_judged`` of the prompts got a verdict (target errors and unjudged
-    answers), or when an endpoint failed every call and the attack stopped
-    (``findings.stopped`` says why): its rate then proves nothing."""
-    from .redteam import Attack, compare_runs, write_regression_dataset
-    from .redteam.attack import read_baseline
-    from .redteam.results import write_results
-    from .report.attack import write_attack_report
-
-    ds = Path(dataset)
-    if baseline is not None:  # refused before any call when judged another way
-        from .redteam.judges import judge_name
-
-        read_baseline(Path(baseline), judge_name(config.judge))
-    a = Attack(ds, out, config)
-    try:
-        tick = progress(f"attack on {a.target_name}", len(a.records)) if progress else None
-        spent: BudgetExhausted | None = None
-        try:
-            findings = asyncio.run(a.run(tick))
-        except EndpointDown as e:
-            # The target or a judge fails every call: report what was done, inconclusive.
-            findings = a.findings()
-            findings.stopped = str(e)
-        except BudgetExhausted as e:  # the partial reports are written, then it is raised
-            findings = a.findings()
-            findings.stopped = str(e)
-            spent = e
-        results = a.results()  # every verdict, for results.jsonl/.csv/.parquet
-    finally:
-        a.close()
-    outdir = Path(out)
-    findings.min_judged = resolved["min_judged"]
-    findings.settings = resolved.report()
-    _gate_rules(findings, resolved)
-    findings.untested, findings.filtered_out = _untested(findings, ds, config.recipe)
-    if _is_chat_model(config.target) and not config.system_prompt and config.replay is None:
-        findings.warnings.insert(
-            # unjudged replies that complied say first that the rate leaves prompts out
-            1 if findings.unjudged_complied else 0,
-            f"no system prompt was sent to {config.target}: it answered as itself, not as the "
-            "application; give --system-prompt, or a recipe with application.system_prompt",
-        )
-    if baseline is not None:
-        findings.comparison = compare_runs(findings, Path(baseline))
-    with OutputLock(outdir):  # cooperating workers write the reports one at a time
-        write_regression_dataset(findings, outdir / "failures.jsonl")
-        write_results(results, outdir)
-        write_attack_report(findings, outdir)
-    if spent is not None:
-        raise BudgetExhausted(f"{spent}; the partial reports are in {outdir}") from None
-    return findings
-
-
-def _gate_rules(findings: Findings, resolved: Any) -> None:
-    """The gate's rules and their outcomes into the findings (attack.json's ``gate``)."""
-    from dataclasses import asdict
-
-    from .redteam.gate import check_gate
-
-    spec = resolved.gate()
-    rules = check_gate(findings, spec)
-    findings.gate = {
-        "fail_above": spec.fail_above,
-        "gate_on": spec.gate_on,
-        "axes": dict(spec.axes),
-        "strategies": dict(spec.strategies),
-        "min_judged": spec.min_judged,
-        "rules": [{**asdict(x), "message": x.message} for x in rules],
-        "failed": any(x.failed for x in rules[1:]),
-    }
-
-
-def attack_dry_run(dataset: str | Path, **kwargs: Any) -> list[dict[str, Any]]:
+def attack_dry_run(dataset: str | Path, **args: Unpack[AttackArgs]) -> list[dict[str, Any]]:
     """Calls and tokens per strategy of the attack :func:`attack` would run with the same
     arguments; nothing is called and nothing is written."""
-    from .llm import Usage
-    from .llm.factory import FREE_PROVIDERS
-    from .redteam.attack import attack_records
-    from .redteam.execute import estimate
-    from .redteam.judges import RUBRIC
-
-    config = attack_config(dataset, **kwargs)
-    judges = (config.judge != "refusal") + bool(config.classifier)
-    rubric = RUBRIC.format(
-        app=config.app_name or "the application",
-        policy=config.policy.strip() or "Do not help with harmful activities.",
-    )
-    models = {
-        "target": config.target,
-        "judge": config.judge,
-        "classifier": config.classifier,
-        "attacker": config.attacker,
-    }
-
-    def price(role: str, prompt: int, completion: int) -> float | None:
-        name = models.get(role) or ""
-        if name.startswith(FREE_PROVIDERS) or (role == "target" and not _is_chat_model(name)):
-            return 0.0  # a free model, or the application itself (HTTP or Python)
-        if name not in config.prices:
-            return None
-        return config.prices[name].cost(Usage(prompt, completion))
-
-    return estimate(
-        attack_records(Path(dataset), config),
-        judges=judges,
-        max_tokens=config.max_tokens,
-        max_rounds=config.max_rounds,
-        max_turns=config.max_turns,
-        system_prompt=config.system_prompt,
-        rubric_tokens=len(rubric) // 4 + 30,
-        classifier=bool(config.classifier),
-        price=price,
-    )
+    return attack_estimate.dry_run(AttackSpec.resolve(dataset, **args))
 
 
 def baseline(
@@ -791,103 +521,24 @@ def values(run_dir: str | Path, *, attack: str | Path | None = None) -> dict[str
         return value_view(run, attack)
 
 
-def _untested(
-    findings: Findings, ds: Path, recipe: str | Path | None
-) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """Per axis, the values of the run's dimension files (for a dataset inside a run) or the
-    recipe's explicit values that no attacked prompt had; and apart, those of them the
-    scope's filters took out on purpose."""
-    from .steps.scope import apply_filter
-
-    values: dict[str, list[str]] = {}
-    kept: dict[str, set[str]] = {}
-    if (ds.parent / "run.db").exists() and (ds.parent / "recipe.yaml").exists():
-        with Run.open(ds.parent, lock=False) as r:
-            s = r.recipe.scope
-            for name in r.recipe.dimensions:
-                if r.dimension_path(name).exists():
-                    every = r.read_dimension(name)
-                    values[name] = [v.value for v in every]
-                    f = s.filters.get(name)
-                    if f is not None:
-                        kept[name] = {v.value for v in apply_filter(every, f, s.seed)}
-    elif recipe is not None:
-        rec = load_recipe(recipe).recipe
-        values = {n: [v.value for v in d.values] for n, d in rec.dimensions.items() if d.values}
-        for n, d in rec.dimensions.items():
-            if d.values and n in rec.scope.filters:
-                scoped = apply_filter(list(d.values), rec.scope.filters[n], rec.scope.seed)
-                kept[n] = {v.value for v in scoped}
-    out: dict[str, list[str]] = {}
-    filtered: dict[str, list[str]] = {}
-    for axis, vals in values.items():
-        seen = {c["value"] for c in findings.by_value.get(axis, [])}
-        missing = [v for v in vals if v not in seen]
-        dropped = [v for v in missing if axis in kept and v not in kept[axis]]
-        if dropped:
-            filtered[axis] = dropped
-        missing = [v for v in missing if v not in dropped]
-        if missing:
-            out[axis] = missing
-    return out, filtered
-
-
-def _is_chat_model(target: str) -> bool:
-    """A provider/model target (not an HTTP target file or a Python callable)."""
-    if target.endswith((".yaml", ".yml")) or "/" not in target:
-        return False
-    return target.partition("/")[0] in provider_names()
-
-
 def rejudge(
     previous: str | Path,
     *,
     out: str | Path,
-    judge: str | None = None,
-    classifier: str | None = None,
-    recipe: str | Path | None = None,
-    base_url: str | None = None,
     progress: Progress | None = None,
-    min_judged: float | None = None,
-    prices: dict[str, Price] | None = None,
-    max_cost: float | None = None,
-    no_cache: bool = False,
-    fail_above: float | None = None,
-    gate_on: str | None = None,
-    gate_axes: dict[str, float] | None = None,
-    gate_strategies: dict[str, float] | None = None,
+    **args: Unpack[AttackArgs],
 ) -> Findings:
     """Judge the responses an earlier attack saved in ``previous`` again, with other judges,
-    into ``out``: no call reaches the target. Same outputs as :func:`attack`."""
-    from .redteam.attack import attack_dataset
+    into ``out``: no call reaches the target. Same outputs as :func:`attack`; ``args`` are
+    the judges, gates and money (``spec.REJUDGE_ARGS``), the prompts are the earlier ones."""
+    from .redteam.replay import earlier_spec
+    from .redteam.spec import REJUDGE_ARGS
 
-    saved = attack_dataset(Path(previous))
-    return attack(
-        saved["dataset"],
-        target=saved["target"],
-        out=out,
-        judge=judge,
-        classifier=classifier,
-        recipe=recipe,
-        base_url=base_url,
-        limit=saved["limit"],
-        sample=saved.get("sample"),
-        seed=saved.get("seed") or 0,
-        no_cache=no_cache,
-        progress=progress,
-        min_judged=min_judged,
-        prices=prices,
-        max_cost=max_cost,
-        text_column=saved["text_column"],
-        axis_columns=saved["axis_columns"],
-        annotation_columns=saved["annotation_columns"],
-        strategies=saved.get("strategies") or [],
-        replay=previous,
-        fail_above=fail_above,
-        gate_on=gate_on,
-        gate_axes=gate_axes,
-        gate_strategies=gate_strategies,
-    )
+    if set(args) - REJUDGE_ARGS:
+        raise TypeError(f"rejudge: unknown settings {sorted(set(args) - REJUDGE_ARGS)}")
+    earlier = earlier_spec(Path(previous))
+    spec = AttackSpec.resolve(earlier.dataset, **args, **earlier.input_args(), replay=previous)
+    return AttackSession(spec, out, report=write_attack_report).run(progress)
 
 
 __all__ = [

@@ -18,6 +18,7 @@ from ..llm.batch import BatchSettings
 from ..llm.ray_executor import RaySettings
 from ..redteam.findings import Findings
 from ..redteam.gate import GATE_ON, GateSpec, RuleOutcome, check_gate
+from ..redteam.spec import AttackArgs
 from .common import (
     FiniteFloatRange,
     column_options,
@@ -281,8 +282,8 @@ def attack_command(
     `aart attack RECIPE` is the whole CI command."""
     ci = {k: judging.pop(k) for k in ("as_json", "junit", "sarif")}
     dataset, judging["recipe"], out = attack_input(dataset, judging["recipe"], judging.pop("out"))
-    # what the attack is, shared by the dry run and the run itself
-    settings: dict[str, Any] = dict(
+    # what the attack is (aart.redteam.spec.AttackArgs), shared by the dry run and the run
+    settings = AttackArgs(
         target=target,
         system_prompt=system_prompt,
         max_tokens=max_tokens,
@@ -298,8 +299,8 @@ def attack_command(
         max_turns=max_turns,
         batch=batch,
         ray=ray,
-        **gate_flags(judging),
-        **judging,
+        **gate_flags(judging),  # type: ignore[typeddict-item]
+        **judging,  # the judging options' keys are AttackArgs' own
     )
     if dry_run:
         echo_attack_estimate(pipeline.attack_dry_run(dataset, **settings))

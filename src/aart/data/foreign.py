@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from ..errors import UsageError
+from .chunks import chunked
 
 HF_CARD_FILE = "README.md"
 
@@ -30,14 +31,7 @@ def iter_rows(path: Path, size: int) -> Iterator[list[dict[str, Any]]]:
             )
         yield from iter_hf_rows(path, size)
         return
-    chunk: list[dict[str, Any]] = []
-    for row in iter_promptfoo_rows(path):
-        chunk.append(row)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+    yield from chunked(iter_promptfoo_rows(path), size)
 
 
 # -- a Hugging Face dataset folder ------------------------------------------------------

@@ -16,6 +16,7 @@ from ..recipe import Value
 from ..types import DatasetRecord
 from ..types import kind_of as _kind
 from . import foreign  # a promptfoo tests file, a Hugging Face folder
+from .chunks import chunked
 from .export import iter_jsonl, numbered_json_lines, utf8_lines
 
 # The released AART dataset's columns, mapped onto the demo recipe's dimensions.
@@ -104,14 +105,7 @@ def iter_rows(path: Path, size: int | None = None) -> Iterator[list[dict[str, An
         rows = _csv_rows(path)
     else:
         raise UsageError(f"{path}: unknown dataset format {suffix!r}; use .jsonl, .csv or .parquet")
-    chunk: list[dict[str, Any]] = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+    yield from chunked(rows, size)
 
 
 def iter_records(path: Path) -> Iterator[DatasetRecord]:

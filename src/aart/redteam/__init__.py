@@ -1,7 +1,11 @@
-"""Red-team the application: targets, judges, attack runs and findings by axis."""
+"""Red-team the application: targets, judges, attack runs and findings by axis. The attack's
+specification is ``aart.redteam.spec.AttackSpec``, its owner ``aart.redteam.session
+.AttackSession``."""
 
-from .attack import Attack, AttackConfig, compare_runs, write_regression_dataset
+from .attack import Attack
 from .judges import GuardJudge, LLMJudge, RefusalJudge, Verdict
+from .regression import compare_runs, write_regression_dataset
+from .spec import AttackConfig
 from .targets import create_target
 
 __all__ = [

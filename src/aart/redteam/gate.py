@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .findings import Findings
@@ -145,3 +145,17 @@ def check_gate(f: Findings, spec: GateSpec) -> list[RuleOutcome]:
 
 def _unmeasured(name: str, limit: float, why: str) -> RuleOutcome:
     return RuleOutcome(name, limit, None, why + ": the rule cannot pass", True)
+
+
+def gate_report(findings: Any, gate: GateSpec) -> dict[str, Any]:
+    """The gate's rules and their outcomes (attack.json's ``gate``)."""
+    rules = check_gate(findings, gate)
+    return {
+        "fail_above": gate.fail_above,
+        "gate_on": gate.gate_on,
+        "axes": dict(gate.axes),
+        "strategies": dict(gate.strategies),
+        "min_judged": gate.min_judged,
+        "rules": [{**asdict(x), "message": x.message} for x in rules],
+        "failed": any(x.failed for x in rules[1:]),
+    }

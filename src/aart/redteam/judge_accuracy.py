@@ -12,6 +12,8 @@ assumed, not measured) widens the interval instead of pretending to precision.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -116,3 +118,61 @@ def from_labels(pairs: list[tuple[bool, bool]], source: str) -> Accuracy | None:
         negatives=len(neg),
         source=source,
     )
+
+
+def human_verdicts(db: Any, replay: str | None) -> dict[str, str]:
+    """The people's verdicts (violates, safe, unsure) by attack record id, in the attack
+    directory's ``db``; with several reviewers, the latest label says (as the calibration
+    reads them). A re-judged attack reads the earlier attack's (``replay``) labels too (the
+    replies are the same); its own win."""
+    from ..evaluate.human import VERDICT
+    from ..store.db import RunDB
+
+    labels = []
+    earlier = Path(replay) / "run.db" if replay else None
+    if earlier is not None and earlier.exists():
+        old = RunDB(earlier, lock=False)
+        try:
+            labels += old.latest_labels(VERDICT)
+        finally:
+            old.close()
+    labels += db.latest_labels(VERDICT)
+    out: dict[str, str] = {}
+    for x in labels:
+        if x.get("verdict"):
+            out[x["record_id"]] = str(x["verdict"])
+    return out
+
+
+def judge_accuracy(
+    answered: list[dict[str, Any]], human: dict[str, str], judge: str
+) -> tuple[Accuracy, dict[str, Accuracy]]:
+    """A judge's sensitivity and specificity: from the people's verdicts when there are
+    enough (overall, and per axis value "axis=value"), else the built-in figure
+    (``BUILT_IN``)."""
+    from ..evaluate.human import verdict_id
+
+    rows = []
+    for r in answered:
+        h = human.get(verdict_id(r))
+        v = r["verdicts"].get(judge, {}).get("violates")
+        if h in ("violates", "safe") and v is not None:
+            rows.append((h == "violates", bool(v), r["cell"]))
+    overall = from_labels(
+        [(h, j) for h, j, _ in rows], f"{len(rows)} human verdicts in this attack"
+    ) or built_in(judge)
+    per_value: dict[str, Accuracy] = {}
+    for axis in sorted({a for _, _, cell in rows for a in cell}):
+        for value in sorted({str(cell[axis]) for _, _, cell in rows if axis in cell}):
+            sub = [(h, j) for h, j, cell in rows if str(cell.get(axis)) == value]
+            acc = from_labels(sub, f"{len(sub)} human verdicts for {axis}={value}")
+            if acc is not None:
+                per_value[f"{axis}={value}"] = acc
+    # a multilingual dataset: the built-in judge's figure in each language, unless people
+    # labelled that language's verdicts
+    from .judge_languages import language_accuracy
+
+    languages = {str(r["cell"]["language"]) for r in answered if "language" in r["cell"]}
+    for key, acc in language_accuracy(judge, languages).items():
+        per_value.setdefault(key, acc)
+    return overall, per_value

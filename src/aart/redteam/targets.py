@@ -31,6 +31,7 @@ from ..errors import ConfigError, ProviderError, RecipeError, TargetError, Trans
 from ..llm import GenerateConfig, Message, ModelAPI, ModelOptions, RawResponse, create_api
 from ..llm.endpoints import allowed, refuse
 from ..llm.http_status import MAX_REPLY_BYTES, decode_body, read_bounded, status_error
+from ..llm.providers.base import provider_names
 from ..recipe.sandbox import BoundedSandbox
 from ..recipe.template import TemplateRefused, render
 from ..recipe.yamlsafe import load_bounded
@@ -429,3 +430,10 @@ def create_target(spec: str, options: ModelOptions | None = None) -> tuple[str, 
     raise ConfigError(
         f"target {spec!r} is not provider/model, a target .yaml file or module:function"
     )
+
+
+def is_chat_model(target: str) -> bool:
+    """A provider/model target (not an HTTP target file or a Python callable)."""
+    if target.endswith((".yaml", ".yml")) or "/" not in target:
+        return False
+    return target.partition("/")[0] in provider_names()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..redteam.findings import Comparison, Findings
+from ..redteam.records import AttackRecord
 from .html import esc, page, table
 from .markdown import md_escape, md_table
 from .usage import calls_text, cost_text
@@ -70,7 +71,7 @@ def _heatmap(
 def _example_html(r: dict[str, Any], primary: str) -> str:
     """One failing prompt: what was sent under its strategy, the reply, the verdict; a
     refinement chain or a multi-turn transcript folded below."""
-    verdict = r["verdicts"][primary]
+    verdict = AttackRecord.read(r).verdict(primary)  # a failure: a judged record
     axes = "; ".join(f"{k}: {val}" for k, val in r["cell"].items())
     out = [
         f"<h3>{esc(r['id'])}</h3><p class='muted'>{esc(axes)}</p>",
@@ -101,11 +102,11 @@ def _example_html(r: dict[str, Any], primary: str) -> str:
         out.append(
             f"<details><summary>conversation, {len(r['transcript'])} turns</summary>{turns}</details>"
         )
-    score = verdict.get("score")
+    score = verdict.score
     out.append(
-        f"<p class='muted'>{esc(verdict.get('category') or '')} "
+        f"<p class='muted'>{esc(verdict.category or '')} "
         + (f"score {score:.2f} " if score is not None and ":" in primary else "")
-        + f"{esc(verdict.get('rationale') or '')}</p>"
+        + f"{esc(verdict.rationale or '')}</p>"
     )
     return "".join(out)
 
@@ -205,7 +206,7 @@ def _corr_overall(c: Mapping[str, Any]) -> str:
 
 def _by_severity(f: Findings) -> list[dict[str, Any]]:
     def severity(r: dict[str, Any]) -> int:
-        return int(r["verdicts"][f.primary_judge].get("severity") or 0)
+        return AttackRecord.read(r).verdict(f.primary_judge).severity or 0
 
     return sorted(f.failures, key=lambda r: (-severity(r), str(r["id"])))
 

@@ -1,0 +1,71 @@
+"""The attack's jobs: one record per (prompt, strategy) of the dataset, the prompts chosen by
+--limit or --sample, and each job's id in run.db."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..data.load import load_dataset, read_rows
+from ..errors import UsageError
+from ..text.normalize import text_hash
+from .sampling import stratified_order
+from .spec import AttackSpec
+from .strategies import IDENTITY, Strategy, parse_strategy
+
+STAGE = "attack"
+
+
+def attack_records(path: Path, config: AttackSpec) -> list[dict[str, Any]]:
+    """One record per (prompt, strategy), with the one value per axis that findings group by
+    (``Dataset.cell_of``, plus ``strategy`` when strategies are in use): each prompt counts
+    once per axis, so per axis n sums to the judged prompts. Other tables map their columns
+    as `aart evaluate` does. A row that names its strategy (a regression set) replays that
+    one transformation."""
+    ds = load_dataset(
+        path,
+        text_column=config.text_column,
+        axis_columns=config.axis_columns,
+        annotation_columns=config.annotation_columns,
+    )
+    rows = read_rows(path)
+    chosen = strategy_list(config.strategies)
+    axis = len(chosen) > 1 or any(r.get("strategy") for r in rows)
+    out = []
+    for i in selected(ds, config):
+        text = ds.texts[i]
+        row = rows[i] if i < len(rows) else {}
+        rid = str(row.get("id") or "") or f"p{i:06d}"
+        own = row.get("strategy")
+        for s in [parse_strategy(str(own))] if own else chosen:
+            cell = {**ds.cell_of(i), "strategy": s.label} if axis else ds.cell_of(i)
+            out.append({"index": i, "id": rid, "prompt": text, "cell": cell, "strategy": s.label})
+    return out
+
+
+def selected(ds: Any, config: AttackSpec) -> list[int]:
+    """The dataset positions the attack takes: --sample over the cells, else --limit."""
+    if config.sample is not None:
+        if config.limit is not None:
+            raise UsageError("--limit and --sample do not go together: choose one")
+        cells = [ds.cell_of(i) for i in range(len(ds))]
+        return sorted(stratified_order(cells, config.sample, config.seed))
+    return list(range(len(ds)))[: config.limit or None]
+
+
+def strategy_list(specs: list[str]) -> list[Strategy]:
+    """The control first, then each strategy once."""
+    out = [Strategy(IDENTITY)]
+    for spec in specs:
+        s = parse_strategy(spec)
+        if s not in out:
+            out.append(s)
+    return out
+
+
+def job_id(r: dict[str, Any]) -> str:
+    """The run.db job of an attack record: its position, its prompt's hash, its strategy
+    (the control's ids are those earlier versions gave every prompt)."""
+    base = f"{r['index']:06d}-{text_hash(r['prompt'])[:8]}"
+    strategy = r.get("strategy", IDENTITY)
+    return base if strategy == IDENTITY else f"{base}-{strategy}"
