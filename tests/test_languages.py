@@ -376,3 +376,20 @@ def test_the_llm_verifier_is_told_each_querys_language_and_the_native_name():
     assert "language: Spanish" in asked
     assert '"risks": "refund fraud (fraude de reembolso)"' in asked
     assert "written in the language given" in asked
+
+
+def test_the_language_axis_is_counted_as_verification_reads_it():
+    """A prompt that reads as French as much as English (a tie of function words) is written
+    in French for Step 3's check and the per-language table, so coverage counts it as a
+    French prompt too, not as no language at all (the report said "fr: 0 never matched"
+    beside "fr: 2 prompts, 100% written in it")."""
+    from aart.text.keywords import KeywordMatcher
+    from aart.text.language import written_in
+
+    values = {"language": [Value(value=c) for c in ("en", "fr", "de")]}
+    matcher = KeywordMatcher(values)
+    tied = "a request about le remboursement"  # one English, one French function word
+    assert written_in(tied, "fr") and written_in(tied, "en")
+    assert matcher.match(tied) == {(0, 0), (0, 1)}
+    assert matcher.match("une demande pour le remboursement de la réservation") == {(0, 1)}
+    assert matcher.match("xyz 123") == set()

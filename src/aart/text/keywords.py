@@ -12,7 +12,7 @@ from typing import Protocol
 import numpy as np
 import polars as pl
 
-from .language import detect
+from .language import written_in
 from .languages import LANGUAGE_AXIS, NAMES, base
 from .normalize import fold
 
@@ -135,7 +135,7 @@ class KeywordMatcher:
         first = np.cumsum([0, *(len(vals) for vals in values.values())])
         #: the index of the language axis of a multilingual run, if any: its values are
         #: language codes ("es" is also a Spanish word), so a text mentions the language it
-        #: is written in, as :func:`~aart.text.language.detect` reads it
+        #: is written in, as :func:`~aart.text.language.written_in` reads it
         self._language = language_axis_index(values)
         table: dict[str, set[int]] = {}
         for ai, vals in enumerate(values.values()):
@@ -165,15 +165,18 @@ class KeywordMatcher:
         return np.union1d(keys, self._language_keys(texts))
 
     def _language_keys(self, texts: Texts) -> np.ndarray:
-        """The language axis: each text mentions the language it is written in."""
+        """The language axis: each text mentions the language it is written in, as
+        :func:`~aart.text.language.written_in` reads it (the check Step 3's verification and
+        the per-language coverage use too; a text that reads as two languages equally
+        mentions both)."""
         assert self._language is not None
         first = int(self._first[self._language])
         codes = {base(v): first + i for i, v in enumerate(self.values[self.axes[self._language]])}
         out = []
         for row, text in enumerate(as_column(texts).to_list()):
-            code = codes.get(detect(text) or "")
-            if code is not None:
-                out.append(row * len(self._axis_of) + code)
+            for lang, code in codes.items():
+                if written_in(text, lang):
+                    out.append(row * len(self._axis_of) + code)
         return np.array(out, dtype=np.int64)
 
     def _pattern_keys(self, texts: Texts) -> np.ndarray:
