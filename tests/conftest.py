@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sqlite3
 import subprocess
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -119,6 +121,19 @@ def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up after {timeout:.0f} s waiting for {what}")
         time.sleep(0.02)
+
+
+@contextlib.contextmanager
+def sigint_reaches_children() -> Iterator[None]:
+    """Children started inside get a Ctrl-C that works. A shell starts background jobs
+    (`pytest ... &` in a script) with SIGINT ignored, and an ignored signal stays ignored
+    across exec: the CLI would never see the test's SIGINT and would run on. A handled
+    signal is reset to the default at exec, so the CLI gets its own handler."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def db_value(db: Path, sql: str, default: object = 0) -> object:

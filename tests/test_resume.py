@@ -1,5 +1,6 @@
 """Kill a run with SIGKILL part-way, re-run it: no lost work, no duplicates, no repeated calls."""
 
+import asyncio
 import json
 import os
 import signal
@@ -7,8 +8,13 @@ import sqlite3
 import subprocess
 import sys
 
-from conftest import MINI_RECIPE, wait_until, write_recipe
+import pytest
+from conftest import MINI_RECIPE, sigint_reaches_children, wait_until, write_recipe
 
+from aart.jobs.runner import run_jobs
+from aart.llm import Model, ModelOptions
+from aart.llm.providers.fake import ScriptedAPI
+from aart.llm.types import Message, RawResponse
 from aart.testing import FakeOpenAIServer
 
 
@@ -72,7 +78,8 @@ def test_ctrl_c_says_how_to_resume_and_loses_nothing(tmp_path):
         out = tmp_path / "run"
         cmd = [sys.executable, "-m", "aart.cli.main", "run", str(recipe), "--out", str(out)]
         server.hold(after=6)  # Ctrl-C lands in Step 3, whatever the machine's speed
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with sigint_reaches_children():
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_until(lambda: server.held, "the run's 7th call", proc)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=300)
@@ -88,3 +95,88 @@ def test_ctrl_c_says_how_to_resume_and_loses_nothing(tmp_path):
     finally:
         server.release()
         server.stop()
+
+
+class _AnswerOnCue:
+    """A transport whose answer comes when the test says: ``sending`` is set once the call
+    waits for it, ``answer`` is the future the test completes."""
+
+    online = True
+
+    def __init__(self) -> None:
+        self.sending = asyncio.Event()
+        self.answer: asyncio.Future[RawResponse] = asyncio.get_running_loop().create_future()
+
+    def accepts(self, api: object) -> bool:
+        return True
+
+    def attach(self, model: object) -> None:
+        pass
+
+    async def send(self, api: object, call: object) -> RawResponse:
+        self.sending.set()
+        return await self.answer
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_ctrl_c_landing_as_the_answer_arrives_is_not_lost():
+    # Python 3.11's asyncio.wait_for returns the answer and drops a cancellation that lands
+    # in the same loop step as it (CPython gh-86296): the Ctrl-C was lost, the run went on
+    # to its next call and, with that call held, hung (the flake of the test above)
+    async def main() -> None:
+        transport = _AnswerOnCue()
+        model = Model("fake/s", ScriptedAPI("s", ModelOptions(), []), transport=transport)
+        call = asyncio.create_task(model.generate([Message("user", "hi")]))
+        sending = asyncio.create_task(transport.sending.wait())
+        await asyncio.wait({call, sending}, return_when=asyncio.FIRST_COMPLETED)
+        assert not call.done(), call  # it waits for its answer
+        transport.answer.set_result(RawResponse("an answer"))
+        call.cancel()  # the Ctrl-C, in the same step as the answer
+        with pytest.raises(asyncio.CancelledError):
+            await call
+
+    asyncio.run(main())
+
+
+def test_a_worker_whose_cancel_was_swallowed_takes_no_next_job():
+    # whatever call swallows a Ctrl-C's cancellation (a library's, a provider's), the job
+    # runner starts no job after it: the cancel stands, and the run stops
+    class Jobs:
+        def __init__(self) -> None:
+            self.left = [(f"j{i}", {}) for i in range(5)]
+
+        def claim_jobs(self, stage: str, n: int, ttl: float) -> list[tuple[str, dict]]:
+            taken, self.left = self.left[:n], self.left[n:]
+            return taken
+
+        def renew_leases(self, ttl: float) -> None: ...
+        def drop_leases(self) -> None: ...
+        def others_leasing(self, stage: str) -> int:
+            return 0
+
+        def fail_job(self, job_id: str, error: str) -> None: ...
+
+    started: list[str] = []
+
+    async def main() -> None:
+        in_job = asyncio.Event()
+
+        async def worker(job: tuple[str, dict]) -> None:
+            started.append(job[0])
+            if len(started) == 1:
+                in_job.set()
+                try:
+                    await asyncio.Event().wait()
+                except asyncio.CancelledError:
+                    pass  # swallowed, as 3.11's wait_for does when the answer lands with it
+
+        run = asyncio.create_task(run_jobs(Jobs(), "generate", worker, concurrency=1))
+        await in_job.wait()
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    asyncio.run(main())
+    assert started == ["j0"]

@@ -40,6 +40,15 @@ async def _concurrently(loop: Callable[[], Coroutine[Any, Any, None]], n: int) -
         raise group.exceptions[0] from None
 
 
+def _stop_if_cancelled() -> None:
+    """Raise CancelledError when this task was cancelled (a Ctrl-C) and a call it awaited
+    swallowed that (a library's, or Python 3.11's wait_for when the answer came in the same
+    loop step): the worker then takes no next job, so the Ctrl-C still stops the run."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 class JobStore(Protocol):
     def claim_jobs(self, stage: str, n: int, ttl: float) -> list[tuple[str, dict[str, Any]]]: ...
     def renew_leases(self, ttl: float) -> None: ...
@@ -114,6 +123,7 @@ async def _run_round(
 
     async def take() -> tuple[str, dict[str, Any]] | None:
         while True:
+            _stop_if_cancelled()
             if spent:
                 return None
             if taken:

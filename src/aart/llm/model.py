@@ -20,6 +20,7 @@ from ..errors import (
     TransientError,
 )
 from .adaptive import AdaptiveLimit, limit_for
+from .deadline import within
 from .http_status import is_endpoint_fault
 from .limits import Budget, Price, RateLimiter, RetryPolicy
 from .providers.base import ModelAPI, ModelOptions, create_api
@@ -456,7 +457,7 @@ class Model:
     async def _send(self, call: Call) -> RawResponse:
         """One request through the transport, under the call deadline (unless the provider
         keeps its own, as streams do)."""
-        return await asyncio.wait_for(
+        return await within(
             self.transport.send(self.api, call),
             None if self.api.manages_deadlines else self.options.timeout,
         )

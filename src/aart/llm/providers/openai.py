@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 
 from ...errors import ConfigError, EndpointDown, ProviderError, TransientError
+from ..deadline import within
 from ..endpoints import allowed, how_to_allow, refuse
 from ..http_status import (
     MAX_REPLY_BYTES,
@@ -271,7 +272,7 @@ class OpenAIChatAPI(ModelAPI):
             resp: aiohttp.ClientResponse | None = None
             finished = False
             try:
-                resp = await asyncio.wait_for(
+                resp = await within(
                     self.session().post(url, json=body, allow_redirects=False),
                     first_deadline - time.monotonic(),
                 )
@@ -290,9 +291,7 @@ class OpenAIChatAPI(ModelAPI):
                     return raw
                 status = resp.status
                 retry_after = resp.headers.get("retry-after")
-                data = await asyncio.wait_for(
-                    read_bounded(resp.content), first_deadline - time.monotonic()
-                )
+                data = await within(read_bounded(resp.content), first_deadline - time.monotonic())
                 if data is None:
                     raise ProviderError(
                         f"{self.base_url} answered more than {MAX_REPLY_BYTES >> 20} MB "
@@ -362,7 +361,7 @@ class OpenAIChatAPI(ModelAPI):
                 wait = self.options.idle_timeout
             overall = end - time.monotonic()
             try:
-                line = await asyncio.wait_for(lines.readline(), max(0.0, min(wait, overall)))
+                line = await within(lines.readline(), max(0.0, min(wait, overall)))
             except TimeoutError as e:
                 spent = (estimate_tokens(messages), chunks)
                 if overall <= wait and ttft is not None:
