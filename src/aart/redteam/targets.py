@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError, ProviderError, RecipeError, TargetError, TransientError
 from ..llm import GenerateConfig, Message, ModelAPI, ModelOptions, RawResponse, create_api
+from ..llm.deadline import within
 from ..llm.endpoints import allowed, refuse
 from ..llm.http_status import MAX_REPLY_BYTES, decode_body, read_bounded, status_error
 from ..llm.providers.base import provider_names
@@ -311,7 +312,8 @@ class CallableTargetAPI(ModelAPI):
         else:
             args = (messages[-1].content,)
         try:
-            out = await asyncio.wait_for(self._invoke(args, kwargs), self.options.timeout)
+            # within, not wait_for: a Ctrl-C landing with the answer is not dropped
+            out = await within(self._invoke(args, kwargs), self.options.timeout)
         except TimeoutError as e:
             # not retried: a thread cannot be stopped, so each retry would leave one more
             raise ProviderError(
