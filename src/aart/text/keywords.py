@@ -12,7 +12,7 @@ from typing import Protocol
 import numpy as np
 import polars as pl
 
-from .language import written_in
+from .language import languages_of
 from .languages import LANGUAGE_AXIS, NAMES, base
 from .normalize import fold
 
@@ -165,17 +165,17 @@ class KeywordMatcher:
         return np.union1d(keys, self._language_keys(texts))
 
     def _language_keys(self, texts: Texts) -> np.ndarray:
-        """The language axis: each text mentions the language it is written in, as
-        :func:`~aart.text.language.written_in` reads it (the check Step 3's verification and
-        the per-language coverage use too; a text that reads as two languages equally
-        mentions both)."""
+        """The language axis: each text mentions the languages it reads as most
+        (:func:`~aart.text.language.languages_of`, what Step 3's verification and the
+        per-language coverage read through ``written_in``; a tie mentions both)."""
         assert self._language is not None
         first = int(self._first[self._language])
         codes = {base(v): first + i for i, v in enumerate(self.values[self.axes[self._language]])}
         out = []
         for row, text in enumerate(as_column(texts).to_list()):
-            for lang, code in codes.items():
-                if written_in(text, lang):
+            # scored once per text, not once per language of the axis
+            for lang in languages_of(text):
+                if (code := codes.get(lang)) is not None:
                     out.append(row * len(self._axis_of) + code)
         return np.array(out, dtype=np.int64)
 

@@ -40,6 +40,15 @@ _PROFILES: dict[str, frozenset[str]] = {
 }
 
 
+def languages_of(text: str) -> frozenset[str]:
+    """The profiled languages ``text`` reads as most, from its function words (several when
+    they tie); empty when it has no function word of any."""
+    words = re.findall(r"\w+", text.casefold())
+    scores = {k: sum(w in ws for w in words) for k, ws in _PROFILES.items()}
+    top = max(scores.values())
+    return frozenset(k for k, v in scores.items() if v == top) if top else frozenset()
+
+
 def written_in(text: str, code: str) -> bool | None:
     """Whether ``text`` reads as language ``code``, from its function words: True when no
     other profiled language scores higher, False when one does, None when it cannot tell (no
@@ -47,21 +56,8 @@ def written_in(text: str, code: str) -> bool | None:
     lang = base(code)
     if lang not in _PROFILES:
         return None
-    words = re.findall(r"\w+", text.casefold())
-    scores = {k: sum(w in ws for w in words) for k, ws in _PROFILES.items()}
-    if not any(scores.values()):
-        return None
-    return scores[lang] >= max(scores.values())
-
-
-def detect(text: str) -> str | None:
-    """The profiled language ``text`` reads as most, or None when it has no function word of
-    any (or two languages score the same)."""
-    words = re.findall(r"\w+", text.casefold())
-    scores = sorted(((sum(w in ws for w in words), k) for k, ws in _PROFILES.items()), reverse=True)
-    if not scores[0][0] or scores[0][0] == scores[1][0]:
-        return None
-    return scores[0][1]
+    langs = languages_of(text)
+    return (lang in langs) if langs else None
 
 
 # Function words a profile leaves out because another language shares them: still function
