@@ -1,0 +1,102 @@
+"""`aart import`: a public prompt-injection benchmark's checkout in as an aart dataset."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..errors import UsageError
+from ..interop.benchmarks import BENCHMARKS, import_benchmark, write_dataset
+
+
+@click.command("import")
+@click.argument("benchmark", type=click.Choice(sorted(BENCHMARKS)))
+@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--out", required=True, type=click.Path(dir_okay=False), help="The dataset to write (.jsonl)."
+)
+@click.option("--limit", type=int, default=None, help="Write at most this many cases.")
+@click.option(
+    "--split",
+    default=None,
+    help="agentdojo: the benchmark version (v1, default; v1.1 ... v1.2.1); injecagent: the "
+    "setting (base, default; enhanced); bipia: test (default) or train.",
+)
+@click.option(
+    "--subset",
+    multiple=True,
+    help="Only these (repeatable): agentdojo suites (workspace, travel, banking, slack); "
+    "injecagent dh (direct harm) or ds (data stealing); bipia tasks (email, table, code, qa, "
+    "abstract).",
+)
+@click.option(
+    "--attack",
+    default=None,
+    help="agentdojo: the attack whose text carries each goal (important_instructions, "
+    "default; direct, ignore_previous, system_message, injecagent).",
+)
+@click.option(
+    "--position",
+    "positions",
+    multiple=True,
+    type=click.Choice(["start", "middle", "end"]),
+    help="bipia: where the attack sits in the context (repeatable; default all three).",
+)
+@click.option(
+    "--report",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Write the counts (read, converted, skipped by reason) to this JSON file.",
+)
+def import_command(
+    benchmark: str,
+    path: str,
+    out: str,
+    limit: int | None,
+    split: str | None,
+    subset: tuple[str, ...],
+    attack: str | None,
+    positions: tuple[str, ...],
+    report: str | None,
+) -> None:
+    """Read a checkout of a public benchmark's data at PATH (AgentDojo, InjecAgent or BIPIA)
+    and write its cases as an aart injection dataset: one line per case, with the user
+    task, the context carrying the payload, the benchmark's axes as the cell and its
+    success criterion. The checkout's code is read as text, never run."""
+    options: dict[str, object] = {}
+    if attack is not None:
+        if benchmark != "agentdojo":
+            raise UsageError("--attack applies to agentdojo only")
+        options["attack"] = attack
+    if positions:
+        if benchmark != "bipia":
+            raise UsageError("--position applies to bipia only")
+        options["positions"] = list(positions)
+    done = import_benchmark(
+        benchmark, path, split=split, subset=list(subset) or None, limit=limit, **options
+    )
+    t = done.tally
+    if not done.lines:
+        raise UsageError(
+            f"{path}: no case of {t.benchmark} could be converted "
+            f"({t.read} read; skipped: {dict(t.skipped) or 'none'})"
+        )
+    target = write_dataset(done.lines, out)
+    click.echo(
+        f"{t.benchmark}: {t.read} cases read, {len(done.lines)} converted "
+        f"({t.judged} need an LLM judge), {sum(t.skipped.values())} skipped "
+        f"in {done.seconds:.1f}s"
+    )
+    for reason, n in sorted(t.skipped.items()):
+        click.echo(f"  skipped {n}: {reason}")
+    for what, n in sorted(t.notes.items()):
+        click.echo(f"  note ({n}): {what}")
+    click.echo(f"wrote {target}")
+    if report:
+        data = {**t.as_dict(), "converted": len(done.lines), "seconds": round(done.seconds, 3),
+                "out": str(target)}  # fmt: skip
+        Path(report).parent.mkdir(parents=True, exist_ok=True)
+        Path(report).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        click.echo(f"wrote {report}")
