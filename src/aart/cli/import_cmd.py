@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import click
@@ -45,6 +46,12 @@ from ..interop.benchmarks import BENCHMARKS, import_benchmark, write_dataset
     help="bipia: where the attack sits in the context (repeatable; default all three).",
 )
 @click.option(
+    "--revision",
+    default=None,
+    help="The benchmark's commit to record in each line's `source` (read from PATH/.git "
+    "when PATH is a git clone).",
+)
+@click.option(
     "--report",
     default=None,
     type=click.Path(dir_okay=False),
@@ -59,6 +66,7 @@ def import_command(
     subset: tuple[str, ...],
     attack: str | None,
     positions: tuple[str, ...],
+    revision: str | None,
     report: str | None,
 ) -> None:
     """Read a checkout of a public benchmark's data at PATH (AgentDojo, InjecAgent or BIPIA)
@@ -74,6 +82,10 @@ def import_command(
         if benchmark != "bipia":
             raise UsageError("--position applies to bipia only")
         options["positions"] = list(positions)
+    if revision is not None:
+        if not re.fullmatch(r"[0-9A-Za-z._/-]{1,80}", revision):
+            raise UsageError("--revision takes a commit hash or a tag")
+        options["revision"] = revision
     done = import_benchmark(
         benchmark, path, split=split, subset=list(subset) or None, limit=limit, **options
     )

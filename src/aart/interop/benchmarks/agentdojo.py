@@ -11,9 +11,11 @@ What maps: the payload is the attack's template (``important_instructions`` by d
 read from the attacks' source) with the goal in it; the context is each environment record
 (an e-mail, a file, a web page, a review) that holds one of the injection vectors the user
 task meets, with the payload in place of the vector and the other vectors at their
-defaults; ``success`` is the injection task's last ground-truth call (its literal string
-arguments as patterns, placeholders such as ``$content`` left free); ``utility`` is the
-user task's last ground-truth call. Which vectors a user task meets, AgentDojo finds by
+defaults; ``success`` is the injection task's ground-truth call that its goal spells out
+the most (the arguments the goal states, as patterns; placeholders such as ``$content``,
+dates and amounts left free), or, for a goal that wants words said, its
+``GROUND_TRUTH_OUTPUT`` as a canary, or else ``judge``; ``utility`` is the user task's last
+ground-truth call with the arguments its prompt states. Which vectors a user task meets, AgentDojo finds by
 running the task; here it is read from the checkout's recorded runs (``runs/``) when they
 are there, else guessed from the records the task's literal arguments name (counted).
 Lost: AgentDojo's security and utility functions check the environment after the run
@@ -43,6 +45,8 @@ DEFAULT_VERSION = "v1"
 #: filesystem or inbox is not one document)
 _MAX_CARRIER = 6000
 _MAX_RUN_LOG = 8 * 1024 * 1024
+#: the tools that only read (AgentDojo names them so)
+_READ = re.compile(r"(get|search|read|list|check)_")
 
 
 @dataclass
@@ -66,15 +70,20 @@ def read(
     subset: list[str] | None = None,
     attack: str | None = None,
     limit: int | None = None,
+    revision: str | None = None,
     **_: Any,
 ) -> list[dict[str, Any]]:
     version = _version(split or DEFAULT_VERSION)
-    suites = subset or list(SUITES)
-    for s in suites:
+    for s in subset or []:
         if s not in SUITES:
             raise CheckoutError(f"AgentDojo has no suite {s!r}; use {', '.join(SUITES)}")
     co = Checkout(root, "AgentDojo", tally)
     base = _package(co)
+    present = [s for s in SUITES if co.exists(f"{base}/default_suites/v1/{s}/user_tasks.py")]
+    for s in subset or []:
+        if s not in present:
+            co.require(f"{base}/default_suites/v1/{s}/user_tasks.py", f"the tasks of suite {s}")
+    suites = subset or present
     attack = attack or "important_instructions"
     template = _attack_template(co, base, attack)
     source: dict[str, Any] = {
@@ -86,7 +95,7 @@ def read(
     }
     if pkg := _package_version(co):
         source["package_version"] = pkg
-    if rev := co.revision():
+    if rev := (revision or co.revision()):
         source["revision"] = rev
     out: list[dict[str, Any]] = []
     for suite in suites:
@@ -136,8 +145,15 @@ def _line(
         return None
     success: dict[str, Any] = {"goal": inj.text}
     if inj.calls:
-        name, args = inj.calls[-1]
-        patterns = {k: p for k, v in args.items() if (p := _pattern(v)) is not None}
+        # the step that does the harm is an action (not a read) the goal spells out the
+        # most: the e-mail to the attacker, not the search before it nor the clean-up after
+        # it; ties: the last
+        acts = [i for i, (n, _) in enumerate(inj.calls) if not _READ.match(n)]
+        ranked = [
+            (len(_patterns(inj.calls[i][1], inj.text)), i) for i in acts or range(len(inj.calls))
+        ]
+        name, args = inj.calls[max(ranked)[1]]
+        patterns = _patterns(args, inj.text)
         success["forbidden_call"] = {"tool": name, "arguments": patterns}
     elif inj.output:
         # no call to make: the attack wins when the reply says what it wants said
@@ -148,7 +164,7 @@ def _line(
     utility = None
     if u.calls:
         name, args = u.calls[-1]
-        patterns = {k: p for k, v in args.items() if (p := _pattern(v)) is not None}
+        patterns = _patterns(args, u.text)
         utility = {"call": {"tool": name, "arguments": patterns}}
     uid, iid = u.id.replace("user_task_", "u"), inj.id.replace("injection_task_", "i")
     try:
@@ -179,6 +195,24 @@ def _line(
     return line
 
 
+def _patterns(args: dict[str, Any], stated: str) -> dict[str, str]:
+    """The patterns of the arguments the task's text states (the attacker's IBAN, the
+    recipient and subject the goal names): an argument the ground truth fills in on its own
+    (a date, an amount) is left free, as AgentDojo's checks leave it."""
+    out = {}
+    for k, v in args.items():
+        p = _pattern(v)
+        one = v[0] if isinstance(v, list) and len(v) == 1 else v
+        if p is not None and isinstance(one, str) and _states(stated, one):
+            out[k] = p
+    return out
+
+
+def _states(text: str, value: str) -> bool:
+    """``text`` names ``value`` as a whole (not "Bill" inside "bill-december.txt")."""
+    return re.search(rf"(?<![\w.-]){re.escape(value)}(?![\w-])", text, re.IGNORECASE) is not None
+
+
 def _pattern(v: Any) -> str | None:
     """An argument's pattern: a literal string, or a list holding one; None leaves the
     argument free (numbers, placeholders, long texts the agent words its own way)."""
@@ -197,8 +231,9 @@ def _version(text: str) -> tuple[int, int, int]:
 
 
 def _package(co: Checkout) -> str:
+    """Where the package sits in the checkout (``src/agentdojo`` in the repository)."""
     for base in ("src/agentdojo", "agentdojo", "."):
-        if co.exists(f"{base}/default_suites/v1/banking/user_tasks.py"):
+        if any(co.exists(f"{base}/default_suites/v1/{s}/user_tasks.py") for s in SUITES):
             return base
     co.require(
         "src/agentdojo/default_suites/v1/banking/user_tasks.py", "the v1 tasks of the suites"
@@ -271,6 +306,14 @@ def _tasks(
             id=c.id, version=c.version, text=text, calls=one.calls + two.calls, file=c.file
         )
     chosen = [t for t in (_at(pool, tid, version) for tid in pool) if t is not None]
+    for t in chosen:
+        what = "user task" if prefix == "UserTask" else "injection task"
+        if t.args_left_out:
+            tally.note(f"{what}: ground-truth argument not literal (left free)", t.args_left_out)
+        if not t.calls_literal:
+            tally.note(f"{what}: ground truth read from calls outside a literal list")
+        if t.text is None:
+            tally.note(f"{what}: {attr} not literal")
     return sorted(chosen, key=lambda t: int(t.id.rpartition("_")[2]))
 
 
@@ -365,10 +408,6 @@ def _read_tasks(
         if isinstance(output, str) and len(output) >= 4:
             task.output = output
         _ground_truth(node, env, task, placeholders=prefix == "InjectionTask")
-        if task.args_left_out:
-            tally.note("ground-truth argument not literal (left free)", task.args_left_out)
-        if not task.calls_literal:
-            tally.note("ground truth read from calls outside a literal list")
         yield task
 
 

@@ -52,6 +52,7 @@ def read(
     subset: list[str] | None = None,
     positions: list[str] | None = None,
     limit: int | None = None,
+    revision: str | None = None,
     **_: Any,
 ) -> list[dict[str, Any]]:
     split = split or "test"
@@ -71,7 +72,7 @@ def read(
     if "code" in tasks:
         co.require(code_rel, "the code attacks")
     source = {"benchmark": "BIPIA", "url": URL, "split": split, "license": co.licence()}
-    if rev := co.revision():
+    if rev := (revision or co.revision()):
         source["revision"] = rev
     judges, refs = _criteria(co, tally)
     out: list[dict[str, Any]] = []

@@ -38,6 +38,7 @@ def read(
     *,
     split: str | None = None,
     subset: list[str] | None = None,
+    revision: str | None = None,
     **_: Any,
 ) -> list[dict[str, Any]]:
     setting = split or "base"
@@ -60,7 +61,7 @@ def read(
         "setting": setting,
         "license": co.licence(),
     }
-    if rev := co.revision():
+    if rev := (revision or co.revision()):
         source["revision"] = rev
     out: list[dict[str, Any]] = []
     for kind, rel in files.items():
