@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import click
 
 from ..errors import UsageError
-from ..interop.benchmarks import BENCHMARKS, import_benchmark, write_dataset
+from ..interop.benchmarks import BENCHMARKS, Tally, iter_benchmark, write_dataset
 
 
 @click.command("import")
@@ -86,29 +87,31 @@ def import_command(
         if not re.fullmatch(r"[0-9A-Za-z._/-]{1,80}", revision):
             raise UsageError("--revision takes a commit hash or a tag")
         options["revision"] = revision
-    done = import_benchmark(
-        benchmark, path, split=split, subset=list(subset) or None, limit=limit, **options
+    bench = BENCHMARKS[benchmark]
+    t = Tally(bench.title)
+    began = time.perf_counter()
+    lines = iter_benchmark(
+        benchmark, path, t, split=split, subset=list(subset) or None, limit=limit, **options
     )
-    t = done.tally
-    if not done.lines:
+    written = write_dataset(lines, out)
+    seconds = time.perf_counter() - began
+    if not written:
         raise UsageError(
             f"{path}: no case of {t.benchmark} could be converted "
             f"({t.read} read; skipped: {dict(t.skipped) or 'none'})"
         )
-    target = write_dataset(done.lines, out)
     click.echo(
-        f"{t.benchmark}: {t.read} cases read, {len(done.lines)} converted "
+        f"{t.benchmark}: {t.read} cases read, {written} converted "
         f"({t.judged} need an LLM judge), {sum(t.skipped.values())} skipped "
-        f"in {done.seconds:.1f}s"
+        f"in {seconds:.1f}s"
     )
     for reason, n in sorted(t.skipped.items()):
         click.echo(f"  skipped {n}: {reason}")
     for what, n in sorted(t.notes.items()):
         click.echo(f"  note ({n}): {what}")
-    click.echo(f"wrote {target}")
+    click.echo(f"wrote {out}")
     if report:
-        data = {**t.as_dict(), "converted": len(done.lines), "seconds": round(done.seconds, 3),
-                "out": str(target)}  # fmt: skip
+        data = {**t.as_dict(), "converted": written, "seconds": round(seconds, 3), "out": out}
         Path(report).parent.mkdir(parents=True, exist_ok=True)
         Path(report).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         click.echo(f"wrote {report}")

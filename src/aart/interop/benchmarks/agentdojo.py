@@ -69,10 +69,9 @@ def read(
     split: str | None = None,
     subset: list[str] | None = None,
     attack: str | None = None,
-    limit: int | None = None,
     revision: str | None = None,
     **_: Any,
-) -> list[dict[str, Any]]:
+) -> Iterator[dict[str, Any]]:
     version = _version(split or DEFAULT_VERSION)
     for s in subset or []:
         if s not in SUITES:
@@ -97,7 +96,6 @@ def read(
         source["package_version"] = pkg
     if rev := (revision or co.revision()):
         source["revision"] = rev
-    out: list[dict[str, Any]] = []
     for suite in suites:
         users = _tasks(co, base, suite, "user_tasks.py", "UserTask", "PROMPT", version, tally)
         injections = _tasks(
@@ -113,13 +111,10 @@ def read(
         for u in users:
             vectors = seen.get(u.id) or env.guess(u, tally)
             for inj in injections:
-                if limit is not None and len(out) >= limit:
-                    return out
                 tally.read += 1
                 line = _line(suite, u, inj, vectors, env, template, source, tally)
                 if line is not None:
-                    out.append(line)
-    return out
+                    yield line
 
 
 def _line(

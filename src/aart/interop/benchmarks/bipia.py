@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import random
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from ._common import Checkout, CheckoutError, Tally, case_line, escape, located
@@ -51,10 +52,9 @@ def read(
     split: str | None = None,
     subset: list[str] | None = None,
     positions: list[str] | None = None,
-    limit: int | None = None,
     revision: str | None = None,
     **_: Any,
-) -> list[dict[str, Any]]:
+) -> Iterator[dict[str, Any]]:
     split = split or "test"
     if split not in SPLITS:
         raise CheckoutError(f"BIPIA has no split {split!r}; use {' or '.join(SPLITS)}")
@@ -75,7 +75,6 @@ def read(
     if rev := (revision or co.revision()):
         source["revision"] = rev
     judges, refs = _criteria(co, tally)
-    out: list[dict[str, Any]] = []
     for task in tasks:
         rel = f"benchmark/{task}/{split}.jsonl"
         if not co.exists(rel):
@@ -91,15 +90,12 @@ def read(
         for c, sample in enumerate(co.jsonl(rel)):
             for name, attack in attacks:
                 for pos in where:
-                    if limit is not None and len(out) >= limit:
-                        return out
                     tally.read += 1
                     line = _line(
                         co, rel, c, sample, task, split, name, attack, pos, template,
                         judges, refs, source, tally,
                     )  # fmt: skip
-                    out.append(line)
-    return out
+                    yield line
 
 
 def _line(

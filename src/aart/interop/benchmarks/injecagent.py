@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from ...injection import ToolSpec
@@ -40,7 +41,7 @@ def read(
     subset: list[str] | None = None,
     revision: str | None = None,
     **_: Any,
-) -> list[dict[str, Any]]:
+) -> Iterator[dict[str, Any]]:
     setting = split or "base"
     if setting not in SPLITS:
         raise CheckoutError(f"InjecAgent has no split {setting!r}; use {' or '.join(SPLITS)}")
@@ -63,7 +64,6 @@ def read(
     }
     if rev := (revision or co.revision()):
         source["revision"] = rev
-    out: list[dict[str, Any]] = []
     for kind, rel in files.items():
         cases = co.json(rel)
         if not isinstance(cases, list):
@@ -72,8 +72,7 @@ def read(
             tally.read += 1
             line = _line(co, rel, i, case, kind, setting, tools, source, tally)
             if line is not None:
-                out.append(line)
-    return out
+                yield line
 
 
 def _line(
