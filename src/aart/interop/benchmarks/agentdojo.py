@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from ...injection import ToolSpec
 from . import _pyliteral as lit
 from ._common import Checkout, CheckoutError, Tally, case_line, literal_pattern
 
@@ -108,11 +109,12 @@ def read(
             )
         env = _Environment(co, base, suite)
         seen = _runs(co, suite, tally)
+        tools = _tool_specs(co, base, suite, tally)
         for u in users:
             vectors = seen.get(u.id) or env.guess(u, tally)
             for inj in injections:
                 tally.read += 1
-                line = _line(suite, u, inj, vectors, env, template, source, tally)
+                line = _line(suite, u, inj, vectors, env, template, source, tools, tally)
                 if line is not None:
                     yield line
 
@@ -125,6 +127,7 @@ def _line(
     env: _Environment,
     template: str,
     source: dict[str, Any],
+    tools: list[ToolSpec],
     tally: Tally,
 ) -> dict[str, Any] | None:
     if u.text is None:
@@ -180,6 +183,7 @@ def _line(
                 "attack": str(source["attack"]),
             },
             source=source,
+            tools=tools,
             extra={"injection_vectors": vectors},
         )
     except ValueError as e:
@@ -752,3 +756,92 @@ def _flat(value: Any) -> Iterator[Any]:
             yield from _flat(v)
     else:
         yield value
+
+
+_JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
+
+
+def _tool_specs(co: Checkout, base: str, suite: str, tally: Tally) -> list[ToolSpec]:
+    """The suite's tools (the ``TOOLS`` list of its task_suite.py) as specs, from the tool
+    functions' signatures and docstrings (``:param x: ...``) in default_suites/v1/tools/;
+    the environment a function is given (an ``Annotated[..., Depends(...)]`` parameter) is
+    not a parameter of the tool. A tool that acts rather than reads is marked sensitive."""
+    rel = f"{base}/default_suites/v1/{suite}/task_suite.py"
+    if not co.exists(rel):
+        tally.note(f"{suite}: no task_suite.py: lines carry no tool definitions")
+        return []
+    names: list[str] = []
+    for node in _parse(co, rel).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "TOOLS" for t in node.targets
+        ):
+            if isinstance(node.value, ast.List):
+                names = [e.id for e in node.value.elts if isinstance(e, ast.Name)]
+    funcs: dict[str, ast.FunctionDef] = {}
+    tools_dir = co.path(f"{base}/default_suites/v1/tools")
+    if tools_dir.is_dir():
+        for f in sorted(tools_dir.glob("*.py")):
+            module = _parse(co, str(PurePosixPath(f.relative_to(co.root))))
+            funcs.update({n.name: n for n in module.body if isinstance(n, ast.FunctionDef)})
+    specs = []
+    for name in names:
+        fn = funcs.get(name)
+        if fn is None:
+            tally.note("tool whose function was not found, left out")
+            continue
+        description, params = _docstring(ast.get_docstring(fn) or "")
+        props: dict[str, Any] = {}
+        required = []
+        args = fn.args.args
+        defaults = [None] * (len(args) - len(fn.args.defaults)) + list(fn.args.defaults)
+        for arg, default in zip(args, defaults, strict=True):
+            note = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+            if (
+                arg.arg == "self"
+                or "Annotated" in note
+                or "Depends" in note
+                or note.startswith("Annotated")
+            ):
+                continue
+            if note and note[0].isupper() and note.endswith(("Web", "Env", "Environment")):
+                continue  # an alias of the environment it is given (AnnotatedWeb)
+            props[arg.arg] = {"type": _json_type(note), "description": params.get(arg.arg, "")}
+            if props[arg.arg]["type"] == "array":
+                props[arg.arg]["items"] = {"type": "string"}
+            if default is None:
+                required.append(arg.arg)
+        schema: dict[str, Any] = {"type": "object", "properties": props}
+        if required:
+            schema["required"] = required
+        try:
+            specs.append(
+                ToolSpec(
+                    name=name,
+                    description=description,
+                    parameters=schema,
+                    sensitive=not _READ.match(name),
+                )
+            )
+        except ValueError:
+            tally.note("tool whose name the tools API cannot carry, left out")
+    return specs
+
+
+def _json_type(annotation: str) -> str:
+    base = annotation.split("|")[0].strip()
+    if base.startswith(("list", "List", "set", "tuple")):
+        return "array"
+    if base.startswith(("dict", "Dict")):
+        return "object"
+    return _JSON_TYPES.get(base, "string")  # ids and e-mail addresses are texts
+
+
+def _docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """A docstring's text before its ``:param`` lines, and each parameter's text."""
+    head, *rest = re.split(r"\n\s*:param\s+", "\n" + doc.strip(), maxsplit=0)
+    params = {}
+    for part in rest:
+        name, _, text = part.partition(":")
+        text = re.split(r"\n\s*:(?:return|raises)", text)[0]
+        params[name.strip()] = " ".join(text.split())
+    return " ".join(head.split()), params
