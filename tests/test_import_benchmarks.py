@@ -334,6 +334,18 @@ def test_malformed_jsonl_and_python_are_located(tmp_path):
         import_benchmark("agentdojo", root)
 
 
+def test_hostile_structure_is_refused_in_one_line(tmp_path):
+    root = _copy(tmp_path, "agentdojo")
+    env = root / "src/agentdojo/data/suites/banking/environment.yaml"
+    env.write_text("itself: !include environment.yaml\n")  # an include loop
+    with pytest.raises(UsageError, match="!include nested more than 8 deep"):
+        import_benchmark("agentdojo", root)
+    root = _copy(tmp_path, "injecagent")
+    (root / "data" / "test_cases_dh_base.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(UsageError, match="nested too deep"):
+        import_benchmark("injecagent", root)
+
+
 def test_a_symlink_out_of_the_checkout_is_refused(tmp_path):
     root = _copy(tmp_path, "injecagent")
     outside = tmp_path / "outside.json"

@@ -119,6 +119,8 @@ class Checkout:
             return json.loads(text)
         except ValueError as e:
             raise CheckoutError(f"{self.root / rel}:{_where(e)}: not valid JSON") from None
+        except RecursionError:
+            raise CheckoutError(f"{self.root / rel}: JSON nested too deep to be data") from None
 
     def jsonl(self, rel: str) -> list[Any]:
         out = []
@@ -127,6 +129,8 @@ class Checkout:
                 continue
             try:
                 out.append(json.loads(line))
+            except RecursionError:
+                raise CheckoutError(f"{self.root / rel}:{n}: JSON nested too deep") from None
             except ValueError as e:
                 col = getattr(e, "colno", None)
                 raise CheckoutError(

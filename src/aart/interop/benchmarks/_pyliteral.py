@@ -23,6 +23,13 @@ _MAX_TEXT = 200_000
 def value(node: ast.AST, env: Mapping[str, Any]) -> Any:
     """The value of ``node`` given the names in ``env`` (``self.X`` and ``Cls.X`` read
     ``env["X"]``)."""
+    try:
+        return _value(node, env)
+    except RecursionError:  # an expression nested beyond reason is not a task's constant
+        raise NotLiteral("too deep") from None
+
+
+def _value(node: ast.AST, env: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Name):
@@ -39,10 +46,10 @@ def value(node: ast.AST, env: Mapping[str, Any]) -> Any:
             if isinstance(part, ast.Constant):
                 parts.append(str(part.value))
             elif isinstance(part, ast.FormattedValue):
-                v = value(part.value, env)
+                v = _value(part.value, env)
                 spec = ""
                 if part.format_spec is not None:
-                    spec = str(value(part.format_spec, env))
+                    spec = str(_value(part.format_spec, env))
                 if part.conversion == ord("r"):
                     v = repr(v)
                 try:
@@ -53,14 +60,14 @@ def value(node: ast.AST, env: Mapping[str, Any]) -> Any:
                 raise NotLiteral(type(part).__name__)
         return _bounded("".join(parts))
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = value(node.left, env), value(node.right, env)
+        left, right = _value(node.left, env), _value(node.right, env)
         if isinstance(left, str) and isinstance(right, str):
             return _bounded(left + right)
         if isinstance(left, int | float) and isinstance(right, int | float):
             return left + right
         raise NotLiteral("+")
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        v = value(node.operand, env)
+        v = _value(node.operand, env)
         if isinstance(v, int | float):
             return -v
         raise NotLiteral("-")
@@ -74,19 +81,19 @@ def value(node: ast.AST, env: Mapping[str, Any]) -> Any:
         and not node.keywords
     ):
         # ", ".join(_EMAIL_ADDRESSES): the one method call a literal text is built with
-        items = value(node.args[0], env)
+        items = _value(node.args[0], env)
         if isinstance(items, list | tuple) and all(isinstance(i, str) for i in items):
             return _bounded(node.func.value.value.join(items))
         raise NotLiteral("join")
     if isinstance(node, ast.List | ast.Tuple):
-        items = [value(e, env) for e in node.elts]
+        items = [_value(e, env) for e in node.elts]
         return items if isinstance(node, ast.List) else tuple(items)
     if isinstance(node, ast.Dict):
         out = {}
         for k, v in zip(node.keys, node.values, strict=True):
             if k is None:
                 raise NotLiteral("**")
-            out[value(k, env)] = value(v, env)
+            out[_value(k, env)] = _value(v, env)
         return out
     raise NotLiteral(type(node).__name__)
 

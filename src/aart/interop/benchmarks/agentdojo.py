@@ -253,6 +253,8 @@ def _parse(co: Checkout, rel: str) -> ast.Module:
         return ast.parse(co.text(rel), filename=rel)
     except SyntaxError as e:
         raise CheckoutError(f"{co.root / rel}:{e.lineno}: not valid Python ({e.msg})") from None
+    except (RecursionError, MemoryError, ValueError):
+        raise CheckoutError(f"{co.root / rel}: too deeply nested to read as Python") from None
 
 
 def _version_dirs(co: Checkout, base: str) -> list[str]:
@@ -573,12 +575,14 @@ def _runs(co: Checkout, suite: str, tally: Tally) -> dict[str, list[str]]:
                 if not logs:
                     continue
                 rel = str(PurePosixPath(logs[0].relative_to(co.root)))
-                if logs[0].stat().st_size > _MAX_RUN_LOG:
-                    continue
                 try:
+                    if logs[0].stat().st_size > _MAX_RUN_LOG:
+                        continue
                     data = json.loads(co.text(rel))
-                except ValueError:
-                    tally.note("a run log that is not JSON, passed over")
+                except (ValueError, RecursionError, OSError, CheckoutError):
+                    # a recorded run is a hint, not the benchmark: one that cannot be read
+                    # (not JSON, a link out of the checkout) is passed over
+                    tally.note("a run log that cannot be read, passed over")
                     continue
                 names = data.get("injections") if isinstance(data, dict) else None
                 if isinstance(names, dict) and names:
@@ -612,14 +616,18 @@ class _Environment:
         self.env = self._yaml(f"{self.dir}/environment.yaml")
         #: vector -> (section path, record) of the record whose text holds it
         self.records: dict[str, tuple[str, Any]] = {}
+        #: YAML aliases can make a small file a huge tree: the walk is bounded
+        self._budget = 1_000_000
         self._find(self.env, [])
 
-    def _yaml(self, rel: str) -> Any:
+    def _yaml(self, rel: str, depth: int = 0) -> Any:
         co = self.co
+        if depth > 8:
+            raise CheckoutError(f"{co.root / rel}: !include nested more than 8 deep")
 
         def include(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
             target = str(PurePosixPath(rel).parent / str(loader.construct_scalar(node)))  # type: ignore[arg-type]
-            return self._yaml(target)
+            return self._yaml(target, depth + 1)
 
         class Loader(_IncludeLoader):
             pass
@@ -637,6 +645,9 @@ class _Environment:
         """Note, for each vector, the record whose text holds it: the nearest mapping (an
         e-mail, a file, a hotel with its reviews), or the one entry of a mapping keyed by
         file names or URLs (a filesystem, the web's pages)."""
+        self._budget -= 1
+        if self._budget < 0 or len(path) > 50:
+            raise CheckoutError(f"{self.co.root / self.dir}/environment.yaml: too large a tree")
         if isinstance(node, dict):
             for k, v in node.items():
                 here = [*path, str(k)]

@@ -231,6 +231,8 @@ def _parse(co: Checkout, rel: str) -> ast.Module:
         return ast.parse(co.text(rel), filename=rel)
     except SyntaxError as e:
         raise CheckoutError(f"{co.root / rel}:{e.lineno}: not valid Python ({e.msg})") from None
+    except (RecursionError, MemoryError, ValueError):
+        raise CheckoutError(f"{co.root / rel}: too deeply nested to read as Python") from None
 
 
 def _criteria(co: Checkout, tally: Tally) -> tuple[dict[str, str], dict[str, str]]:
