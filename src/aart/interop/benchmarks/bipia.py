@@ -72,6 +72,10 @@ def read(
     if "code" in tasks:
         co.require(code_rel, "the code attacks")
     source = {"benchmark": "BIPIA", "url": URL, "split": split, "license": co.licence()}
+    if co.exists("NOTICE.md"):
+        # the contexts include third-party material under its own terms (CC BY-SA 4.0 for
+        # the WikiTableQuestions tables and the Stack Exchange answers)
+        source["notice"] = "NOTICE.md: third-party material under its own licences"
     if rev := (revision or co.revision()):
         source["revision"] = rev
     judges, refs = _criteria(co, tally)
