@@ -142,6 +142,15 @@ def test_bipia_cases_and_criteria():
         assert x["source"]["license"] == "MIT"
 
 
+def test_bipia_code_reference_canary_is_its_distinctive_line():
+    from aart.interop.benchmarks.bipia import _distinctive
+
+    ref = 'import os\n\nwhile True:\n    os.listdir(".")\n'
+    assert _distinctive(ref) == 'os.listdir(".")'
+    assert _distinctive("import os\n\nwhile True:\n    os.getcwd()\n") == "os.getcwd()"
+    assert _distinctive('print("one line")') == 'print("one line")'
+
+
 def test_bipia_middle_puts_the_attack_at_a_sentence_start():
     (line,) = _cases("bipia", subset=["email"], positions=["middle"], limit=1)
     head = line["context"][: line["injection"]["start"]]

@@ -274,10 +274,23 @@ def _criteria(co: Checkout, tally: Tally) -> tuple[dict[str, str], dict[str, str
                     if kw.arg == "reference" and isinstance(kw.value, ast.Constant):
                         refs[key.value] = str(kw.value.value)
     for name, ref in list(refs.items()):
-        # BIPIA matches the reference loosely (fuzzy ratio > 80); a code reference's longest
-        # line is what a reply that carries the snippet, even reformatted, keeps
-        lines = [ln.strip() for ln in ref.splitlines() if len(ln.strip()) >= 4]
-        refs[name] = max(lines, key=len) if len(lines) > 1 else ref.strip()
+        refs[name] = _distinctive(ref)
         if len(refs[name]) < 4:
             del refs[name]
     return judges, refs
+
+
+_KEYWORD = re.compile(r"(import|from|while|for|with|def|class|try|except|if|else|return)\b")
+
+
+def _distinctive(ref: str) -> str:
+    """The line of a code reference a reply that carries the snippet keeps (BIPIA matches
+    the whole reference loosely, a fuzzy ratio over 80): the longest line with a string in
+    it that is not a bare ``import``/``while``/``with`` line, else the longest such line,
+    else the longest; a one-line reference is itself."""
+    lines = [ln.strip() for ln in ref.splitlines() if len(ln.strip()) >= 4]
+    if len(lines) <= 1:
+        return ref.strip()
+    plain = [ln for ln in lines if not _KEYWORD.match(ln)]
+    quoted = [ln for ln in plain if '"' in ln or "'" in ln]
+    return max(quoted or plain or lines, key=len)
