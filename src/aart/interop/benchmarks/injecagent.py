@@ -14,6 +14,7 @@ InjecAgent's simulated response to it is not used."""
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -166,11 +167,24 @@ def _payload(template: str, response: str, instruction: str) -> str:
     head, _, tail = template.partition(SLOT)
     text = response.strip()
     if len(text) >= 2 and text[0] == text[-1] == '"':
-        text = text[1:-1]
+        # the response is written as a JSON string (its inner quotes escaped)
+        try:
+            decoded = json.loads(text)
+        except ValueError:
+            decoded = None
+        text = decoded if isinstance(decoded, str) else text[1:-1]
     if text.startswith(head) and text.endswith(tail) and len(text) >= len(head) + len(tail):
         middle = text[len(head) : len(text) - len(tail)]
         if instruction in middle:
             return middle
+    # a response whose quoting differs from its template's (escaped quotes earlier in it):
+    # what sits between the template's last characters before the slot and the instruction
+    at = text.find(instruction)
+    lead = head[-12:]
+    if at > 0 and lead:
+        start = text.rfind(lead, 0, at)
+        if start >= 0 and at - (start + len(lead)) <= 200:
+            return text[start + len(lead) : at + len(instruction)]
     return instruction
 
 
