@@ -10,9 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ...errors import ConfigError, ProviderError
+from ...injection import ToolSpec
 from ..local_model import DEFAULT_MODEL_SHA256, DEFAULT_NAMES, INSTALL_HINT, resolve_model_path
 from ..structured import schema_instructions
-from ..types import GenerateConfig, Message, RawResponse, Usage
+from ..types import GenerateConfig, Message, RawResponse, Usage, parse_tool_calls
 from .base import ModelAPI, ModelOptions, register_provider
 
 # One engine per model file per process: loading is slow and the weights are shared.
@@ -120,6 +121,61 @@ class LocalLlamaAPI(ModelAPI):
     ) -> RawResponse:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(engine_thread(), self._run, messages, config, schema)
+
+    takes_tools = True
+
+    async def complete_tools(
+        self, messages: list[Message], config: GenerateConfig, tools: tuple[ToolSpec, ...]
+    ) -> RawResponse:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(engine_thread(), self._run_tools, messages, config, tools)
+
+    def _run_tools(
+        self, messages: list[Message], config: GenerateConfig, tools: tuple[ToolSpec, ...]
+    ) -> RawResponse:
+        """A completion offering tools through llama-cpp-python's ``chatml-function-calling``
+        format (the model's own template parses no call), run on the loaded engine: its
+        grammar makes the model either answer or write a call to a declared tool with
+        arguments that fit the tool's schema."""
+        from llama_cpp.llama_chat_format import get_chat_completion_handler
+
+        engine = load_engine(self.path, self.options.n_ctx, self.options.n_threads)
+        if config.seed is not None:
+            engine.set_seed(config.seed)  # the handler takes none
+        try:
+            out = get_chat_completion_handler(TOOL_FORMAT)(
+                llama=engine,
+                messages=[_tool_format_turn(m) for m in messages],
+                tools=[t.openai() for t in tools],
+                tool_choice="auto",
+                temperature=config.temperature,
+                max_tokens=config.max_tokens,
+                stop=list(config.stop),
+            )
+        except ValueError as e:  # e.g. prompt longer than the context window
+            raise ProviderError(f"embedded model failed: {e}") from e
+        choice = out["choices"][0]
+        message = choice["message"]
+        u = out.get("usage") or {}
+        return RawResponse(
+            text=message.get("content") or "",
+            usage=Usage(u.get("prompt_tokens", 0), u.get("completion_tokens", 0)),
+            finish_reason=choice.get("finish_reason") or "stop",
+            tool_calls=parse_tool_calls(message.get("tool_calls") or []),
+        )
+
+
+#: llama-cpp-python's chat format with tool calls for ChatML models (Qwen's)
+TOOL_FORMAT = "chatml-function-calling"
+
+
+def _tool_format_turn(m: Message) -> dict[str, Any]:
+    """A turn as the tool format reads it: its template renders system, user and assistant
+    turns only, so a tool's result is given as a user turn that says which tool returned it
+    (it would be dropped silently otherwise)."""
+    if m.role == "tool":
+        return {"role": "user", "content": f"[result of the tool {m.name or 'call'}]\n{m.content}"}
+    return m.openai()
 
 
 register_provider("local", LocalLlamaAPI)
