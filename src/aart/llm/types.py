@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -32,12 +33,11 @@ class Message:
         """The message as the OpenAI chat API takes it (a plain turn: role and content)."""
         out: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
-            out["content"] = self.content or None
+            # empty text rather than null or none: llama-cpp-python's server refuses null,
+            # and its function-calling template reads the field
             out["tool_calls"] = [openai_call(c, i) for i, c in enumerate(self.tool_calls)]
-        if self.role == "tool":
+        if self.role == "tool":  # the call it answers names the tool
             out["tool_call_id"] = self.tool_call_id
-            if self.name:
-                out["name"] = self.name
         return out
 
 
@@ -82,6 +82,33 @@ def parse_tool_calls(items: Any) -> list[ToolCall]:
         if len(out) >= MAX_TOOL_CALLS:
             break
     return out
+
+
+_INLINE_CALL = re.compile(r"functions\.([A-Za-z_][A-Za-z0-9_.-]{0,63}):[ \t]*\n?")
+
+
+def inline_calls(
+    text: str, tools: tuple[ToolSpec, ...] | list[ToolSpec]
+) -> tuple[str, list[ToolCall]]:
+    """A message that writes calls as the format does (``functions.<name>:`` and a JSON
+    object), split into the text before them and the calls to declared tools (at most
+    MAX_TOOL_CALLS); a name no tool has is left as text."""
+    body = text.strip().removeprefix("message:").strip()
+    names = {t.name for t in tools}
+    calls: list[ToolCall] = []
+    first = None
+    decoder = json.JSONDecoder()
+    for m in _INLINE_CALL.finditer(body):
+        if m.group(1) not in names or len(calls) >= MAX_TOOL_CALLS:
+            continue
+        rest = body[m.end() :].lstrip()
+        try:
+            args, _ = decoder.raw_decode(rest)
+        except ValueError:
+            args = rest[:MAX_ARGUMENT_CHARS]  # kept as raw text
+        calls.append(bounded_call(m.group(1), args, f"call_{len(calls)}"))
+        first = m.start() if first is None else first
+    return (body if first is None else body[:first].strip()), calls
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,7 @@ class AgentTrace:
 
 def call_record(c: ToolCall) -> dict[str, Any]:
     out: dict[str, Any] = {"name": c.name, "arguments": c.arguments}
-    if c.raw and not c.arguments:
+    if c.raw.strip() not in ("", "{}") and not c.arguments:  # arguments that did not parse
         out["raw"] = c.raw
     return out
 

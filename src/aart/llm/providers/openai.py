@@ -32,6 +32,7 @@ from ..types import (
     Usage,
     answer_limit,
     estimate_tokens,
+    inline_calls,
     parse_tool_calls,
 )
 from .base import ModelAPI, ModelOptions, register_provider
@@ -275,9 +276,16 @@ class OpenAIChatAPI(ModelAPI):
         arguments over many deltas, and llama-cpp-python's server streams no tool call."""
         _ACTIVE[self.base_url] = _ACTIVE.get(self.base_url, 0) + 1
         try:
-            return await self._complete(messages, config, None, tools)
+            raw = await self._complete(messages, config, None, tools)
         finally:
             _ACTIVE[self.base_url] -= 1
+        if not raw.tool_calls:
+            # llama-cpp-python 0.3's chatml-function-calling answers a call it did not
+            # finish as the text "functions.<name>:": the call the model chose, kept
+            said, calls = inline_calls(raw.text, tools)
+            if calls:
+                raw.text, raw.tool_calls = said, calls
+        return raw
 
     async def _complete(
         self,
