@@ -408,3 +408,20 @@ def test_a_run_through_the_fake_openai_server(fake_server, tmp_path):
     for line in (out / "dataset.jsonl").read_text().splitlines():
         case = InjectionCase.of(json.loads(line))
         assert case is not None and case.spans_payload
+
+
+@pytest.mark.parametrize("name", ["email-assistant", "rag-support-bot"])
+def test_the_built_in_injection_recipes_plan_without_showing_their_canary(name):
+    from aart.steps.prompting import render_messages
+    from aart.steps.scope import build_blueprint
+
+    for size in (None, "small"):
+        est = aart.dry_run(name, size=size)
+        assert est["attempts"] >= 4
+    r = load_recipe(name).recipe
+    assert r.generate.kind == "injection" and r.application.secrets
+    values = {n: [v.value for v in d.values or []] for n, d in r.dimensions.items()}
+    for attempt in build_blueprint(r, values):
+        text = "\n".join(m.content for m in render_messages(r, attempt))
+        assert MARKER in text and "[sensitive]" in text
+        assert r.application.secrets[0].canary not in text
