@@ -157,7 +157,10 @@ def fields(recipe: Recipe) -> list[dict[str, Any]]:
     out.append(
         field(
             g.prompt_field,
-            g.prompt_description if g.prompt_description != _PLAIN else PAYLOAD_DESCRIPTION,
+            # the plain recipes' default describes a user's query: a payload is told instead
+            g.prompt_description
+            if "prompt_description" in g.model_fields_set
+            else PAYLOAD_DESCRIPTION,
         )
     )
     out.append(
@@ -176,11 +179,6 @@ def fields(recipe: Recipe) -> list[dict[str, Any]]:
         )
     )
     return out
-
-
-#: the plain recipes' default description of the prompt field (an injection recipe that keeps
-#: it is told what a payload is instead)
-_PLAIN = "the adversarial query itself, as a user would type it"
 
 
 def application_block(recipe: Recipe) -> str:
