@@ -24,7 +24,7 @@ from ..recipe import Recipe
 from ..recipe.agents import CALL_KINDS, goal_of, parameters_of, tools_by_name
 from ..recipe.models import Goal, reasoning_fields
 from ..refusal import prompt_is_refusal
-from ..text.normalize import normalize
+from ..text.normalize import bigram_jaccard, normalize
 from ..types import Cell
 
 #: where the model marks the payload's place in the context
@@ -40,6 +40,11 @@ TASK_ANSWER = "task_answer"
 NONE = "none"
 #: the words of a user task at most
 MAX_TASK_WORDS = 80
+#: word-bigram Jaccard from which a text copies the recipe's own (a small model copies the
+#: policy it reads as the payload, or the instructions as the carrier)
+COPY_THRESHOLD = 0.5
+#: a line of the instructions this long (words) found in a case is copied from them
+COPIED_LINE_WORDS = 6
 
 #: what each goal kind asks of the payload, as the generator reads it
 GOAL_TEXT = {
@@ -297,8 +302,13 @@ def validate_case(
                 None,
                 f"the case writes the canary of secret {s.name} (only the application holds it)",
             )
+    if normalize(task) in {normalize(v) for v in cell.values()}:
+        return None, "user_task restates its cell"
     context, start, end = place(payload, context)
     outside = context[:start] + context[end:]
+    for name, text in ((g.prompt_field, payload), (CONTEXT, outside)):
+        if copied := copies(recipe, text):
+            return None, f"{name} copies the {copied}"
     if len(_MARKER_RE.sub("", outside).split()) > g.injection.max_context_words:
         return None, f"context longer than {g.injection.max_context_words} words"
     if len(outside.split()) < 3:
@@ -335,6 +345,24 @@ def validate_case(
     clean[g.prompt_field] = payload
     clean.update(case.fields())
     return clean, ""
+
+
+def copies(recipe: Recipe, text: str) -> str:
+    """What of the recipe's own text ``text`` copies ("application's policy", "instructions"),
+    or "": a case must be written, not pasted from what the generator read."""
+    a = recipe.application
+    for what, source in (
+        ("application's policy", a.policy),
+        ("application's description", a.description),
+    ):
+        if source.strip() and bigram_jaccard(text, source) >= COPY_THRESHOLD:
+            return what
+    said = normalize(text)
+    for line in re.split(r"\n|(?<=[.:;])\s+", application_block(recipe)):
+        words = normalize(line.lstrip("- "))
+        if len(words.split()) >= COPIED_LINE_WORDS and f" {words} " in f" {said} ":
+            return "instructions"
+    return ""
 
 
 def success_of(
