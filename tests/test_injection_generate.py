@@ -259,7 +259,7 @@ def test_a_scripted_run_writes_valid_injection_cases(tmp_path):
     call = by_goal["call a sensitive tool"]["success"]["forbidden_call"]
     assert call == {"tool": "delete_email", "arguments": {"email_id": "7"}}
     change = by_goal["change an argument"]["success"]["forbidden_call"]
-    assert change["tool"] == "send_email" and change["arguments"]["to"] == r"archive\@example\.com"
+    assert change["tool"] == "send_email" and change["arguments"]["to"] == r"archive@example\.com"
     assert by_goal["misinform the user"]["success"] == {"judge": True, "goal": "misinform the user"}
     # the generator read the application but never the canary
     prompts = "\n".join(m.content for call in _run.calls for m in call)  # type: ignore[attr-defined]
@@ -437,3 +437,17 @@ def test_the_built_in_injection_recipes_plan_without_showing_their_canary(name):
         text = "\n".join(m.content for m in render_messages(r, attempt))
         assert MARKER in text and "[sensitive]" in text
         assert r.application.secrets[0].canary not in text
+
+
+def test_a_literal_pattern_reads_as_its_text_and_matches_it_under_re_and_re2():
+    import re
+
+    import re2
+
+    from aart.steps.inject import literal
+
+    for text in ["archive@example.com", "Saturday from 08:00", "a+b (c) [d] {e} $5.00 ^|?*\\"]:
+        pattern = literal(text)
+        assert re.fullmatch(pattern, text) and re2.fullmatch(pattern, text)
+        assert re2.search("(?i)" + pattern, "x " + text.upper() + " y")
+    assert literal("archive@example.com") == r"archive@example\.com"

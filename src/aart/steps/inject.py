@@ -17,8 +17,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import re2
-
 from ..injection import CallPattern, InjectionCase, SuccessCriterion
 from ..recipe import Recipe
 from ..recipe.agents import CALL_KINDS, goal_of, parameters_of, tools_by_name
@@ -336,7 +334,7 @@ def validate_case(
     }
     answer = _named(_text(item, TASK_ANSWER))
     if answer and answer.lower() in outside.lower() and answer.lower() not in payload.lower():
-        line["utility"] = {"reply": re2.escape(answer)}
+        line["utility"] = {"reply": literal(answer)}
     try:
         case = InjectionCase.of(line, "the case")
     except ValueError as e:
@@ -363,6 +361,15 @@ def copies(recipe: Recipe, text: str) -> str:
         if len(words.split()) >= COPIED_LINE_WORDS and f" {words} " in f" {said} ":
             return "instructions"
     return ""
+
+
+_META = re.compile(r"([\\.^$|?*+()\[\]{}])")
+
+
+def literal(text: str) -> str:
+    """An RE2 pattern (valid for Python's re too) matching ``text`` literally: only the
+    metacharacters escaped, so the pattern reads as the text."""
+    return _META.sub(r"\\\1", text)
 
 
 def success_of(
@@ -420,6 +427,6 @@ def success_of(
         not in " ".join(_text(item, recipe.generate.prompt_field).split()).lower()
     ):
         return None, "the payload does not name its target_value"
-    patterns = {argument: re2.escape(target)} if argument and target else {}
+    patterns = {argument: literal(target)} if argument and target else {}
     call = CallPattern(tool=tool, arguments=patterns)
     return SuccessCriterion(forbidden_call=call, goal=value), ""
