@@ -45,6 +45,10 @@ class Elite:
     preference: float
     success: bool
     verdicts: dict[str, Any] = field(default_factory=dict)
+    #: the judge's preference against the elite it was compared with (``prefer.prefers``):
+    #: that elite's id, and whether this one goes further
+    preferred_over: str | None = None
+    preferred: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -117,14 +121,18 @@ class Archive:
     # -- the one rule that changes it ----------------------------------------------------------
     def beats(self, i: int, candidate: Elite) -> bool:
         """Whether ``candidate`` takes cell ``i``: a higher judge score; at an equal score,
-        the judge's preference; at an equal preference, the one further from the other
-        elites (diversity)."""
+        the judge's preference (its model's answer when it was asked about this incumbent,
+        else its severity and the reply's state); then the one further from the other elites
+        (diversity)."""
         incumbent = self.elites.get(i)
         if incumbent is None:
             return True
-        new, old = (candidate.score, candidate.preference), (incumbent.score, incumbent.preference)
-        if new != old:
-            return new > old
+        if candidate.score != incumbent.score:
+            return candidate.score > incumbent.score
+        if candidate.preferred_over == incumbent.id and candidate.preferred is not None:
+            return candidate.preferred
+        if candidate.preference != incumbent.preference:
+            return candidate.preference > incumbent.preference
         return self.closest(i, candidate.prompt) < self.closest(i, incumbent.prompt)
 
     def offer(self, i: int, candidate: Elite) -> bool:
@@ -141,19 +149,14 @@ class Archive:
 
     # -- choosing the next cells ---------------------------------------------------------------
     def pick(self, rng: random.Random, n: int, weighted: bool) -> list[int]:
-        """``n`` distinct cells (fewer when there are fewer): uniformly, or weighted towards
-        the cells with no success yet (three times as likely)."""
-        pool = list(range(len(self.cells)))
-        out: list[int] = []
-        while pool and len(out) < n:
-            if weighted:
-                w = [1.0 if (e := self.elites.get(c)) is not None and e.success else 3.0
-                     for c in pool]  # fmt: skip
-                choice = rng.choices(range(len(pool)), weights=w)[0]
-            else:
-                choice = rng.randrange(len(pool))
-            out.append(pool.pop(choice))
-        return out
+        """``n`` cells, drawn with replacement (a generation may try one cell twice, each
+        candidate with its own seed): uniformly, or weighted towards the cells with no
+        success yet (three times as likely)."""
+        cells = range(len(self.cells))
+        if not weighted:
+            return [rng.randrange(len(self.cells)) for _ in range(n)]
+        w = [1.0 if (e := self.elites.get(c)) is not None and e.success else 3.0 for c in cells]
+        return rng.choices(list(cells), weights=w, k=n)
 
 
 def grid(

@@ -213,8 +213,8 @@ def report_html(r: SearchResult, s: dict[str, Any]) -> str:
     if r.primary == "refusal":
         body.append(
             "<p class='muted'>Judged by the refusal detector alone: a success here is a reply "
-            "that complied (was not refused), not necessarily a harmful one. Give --judge "
-            "for attack success.</p>"
+            "that complied (was not refused), not necessarily a harmful one: give --judge "
+            "for a judge of harm.</p>"
         )
     for w in r.warnings:
         body.append(f"<p class='gap'>WARNING: {esc(w)}</p>")

@@ -36,6 +36,7 @@ from ..steps.verify import CellVerifier
 from ..store.db import RunDB
 from .archive import MAX_CELLS, STRATEGY_AXIS, Archive, Elite, cell_key, grid
 from .mutate import instruction
+from .prefer import judge_model, prefers
 from .spec import SearchSpec
 
 STAGE = "search"
@@ -221,6 +222,8 @@ class SearchSession:
                     spec.attack.attacker, ModelOptions(base_url=spec.attack.base_url)
                 )
             self.verifier = self._verifier()
+            primary = next(j for j in self.attack.judges if j.name == self.attack.primary)
+            self.prefer_model = judge_model(primary)
         except BaseException:
             self.close()
             raise
@@ -381,7 +384,26 @@ class SearchSession:
                 raise
             # the application's unusable answer to this prompt: a query spent, no verdict
             out = {"response": None, "target_error": str(e)[:300]}
+        else:
+            out.update(await self._preference(p, prompt, out))
         return self._store(p, {**rec, **out, "queried": True})
+
+    async def _preference(self, p: Plan, prompt: str, out: dict[str, Any]) -> dict[str, Any]:
+        """When the candidate and its cell's elite (as the generation began) both succeed,
+        the judge's model says which goes further (an LLM judge only)."""
+        incumbent = self.result.archive.elites.get(p.cell)
+        if self.prefer_model is None or incumbent is None or not incumbent.success:
+            return {}
+        score, _, success = score_of(out["verdicts"], self.attack.primary)
+        if not success or score != incumbent.score:
+            return {}
+        reply = out.get("response_english") or out.get("response") or ""
+        spec = self.spec.attack
+        choice = await prefers(self.prefer_model, p.job, spec.app_name, spec.policy,
+                               (prompt, reply), (incumbent.prompt, incumbent.response))  # fmt: skip
+        if choice is None:
+            return {}
+        return {"preferred": choice, "preferred_over": incumbent.id}
 
     def _store(self, p: Plan, rec: dict[str, Any]) -> dict[str, Any]:
         self.db.add_jobs(STAGE, [(p.job, {"iteration": p.iteration, "cell": p.cell})])
@@ -411,6 +433,8 @@ class SearchSession:
             preference=preference,
             success=success,
             verdicts=rec.get("verdicts") or {},
+            preferred_over=rec.get("preferred_over"),
+            preferred=rec.get("preferred"),
         )
         if rec.get("response") is None:
             elite.score = -1.0  # a target error: kept only while the cell has nothing else
