@@ -277,3 +277,20 @@ def test_an_llm_judge_is_asked_its_preference_between_two_successes(dataset, tmp
         later = [y for y in asked if y["cell"] == x["cell"] and y["iteration"] > x["iteration"]]
         if x["preferred"] and not later:
             assert r.archive.elites[r.archive.index[cell_key(x["cell"])]].id == x["job"]
+
+
+def test_a_search_stopped_by_its_call_budget_is_unfinished_and_exits_4(dataset, tmp_path):
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(
+        "name: capped\napplication: {name: Test assistant, policy: No rule-breaking help.}\n"
+        "dimensions:\n  concepts: {values: [rule breaking, privacy leaks]}\n"
+        "  regions: {values: [north, south]}\nscope: {primary: concepts}\n"
+        "generate: {template: '-'}\nbudget: {max_calls: 6}\nsearch: {budget: 40}\n"
+    )
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "aart", "search", str(dataset), "--recipe", str(recipe),
+           "--target", "search_targets:word_app", "--attacker", "fake/att", "--out", str(out)]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=TESTS, timeout=300)
+    assert r.returncode == 4 and "UNFINISHED" in r.stderr, r.stderr
+    s = json.loads((out / "search.json").read_text())  # the partial outputs are written
+    assert s["finished"] is False and s["queries"] < 40 and "budget" in s["stopped"]

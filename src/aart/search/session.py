@@ -257,7 +257,9 @@ class SearchSession:
             )
             try:
                 asyncio.run(self._search())
-            except (EndpointDown, BudgetExhausted) as e:
+            except (EndpointDown, BudgetExhausted, ProviderError) as e:
+                # a spent budget, an endpoint down, or a target call that failed for good
+                # (retries spent): the search stops where it is, and re-running resumes it
                 self.result.stopped = str(e)
             self.result.usage = self.db.call_totals()
         finally:
