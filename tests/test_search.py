@@ -294,3 +294,16 @@ def test_a_search_stopped_by_its_call_budget_is_unfinished_and_exits_4(dataset, 
     assert r.returncode == 4 and "UNFINISHED" in r.stderr, r.stderr
     s = json.loads((out / "search.json").read_text())  # the partial outputs are written
     assert s["finished"] is False and s["queries"] < 40 and "budget" in s["stopped"]
+
+
+def test_a_recipe_that_samples_its_attack_still_searches_every_cell(dataset, tmp_path):
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(
+        "name: sampled\napplication: {name: Test assistant}\n"
+        "dimensions:\n  concepts: {values: [rule breaking, privacy leaks]}\n"
+        "  regions: {values: [north, south]}\nscope: {primary: concepts}\n"
+        "generate: {template: '-'}\nattack: {sample: 2}\n"
+    )
+    r = aart.search.search(dataset, out=tmp_path / "out", recipe=recipe, budget=6,
+                           target="search_targets:word_app", attacker="fake/att")  # fmt: skip
+    assert len(r.archive.cells) == 4 and r.queries == 6 and len(r.archive.elites) == 4

@@ -44,7 +44,9 @@ def run_baselines(
     spec = result.spec
     axes = spec.axes or sorted({a for c in result.archive.cells for a in c} - {STRATEGY_AXIS})
     for name, settings in plans(spec.budget, result.dataset_prompts).items():
-        where = out / "compare" / ("static" if settings["strategies"] == [] else "pair")
+        # one directory per budget: a search taken further compares afresh at its new budget
+        kind = "static" if settings["strategies"] == [] else "pair"
+        where = out / "compare" / f"{kind}-{spec.budget}"
         attack = spec.attack.model_copy(update={**settings, "limit": None, "seed": spec.seed})
         try:
             AttackSession(attack, where, report=report).run()

@@ -195,7 +195,10 @@ class SearchSession:
         spec = self.spec
         self._load()
         # the attack's target, judges and attacker, built as `aart attack` builds them
-        self.attack = AttackSession(spec.attack.model_copy(update={"limit": 1}), self.out)
+        # (its records, one prompt's, only say which strategies need the attacker)
+        self.attack = AttackSession(
+            spec.attack.model_copy(update={"limit": 1, "sample": None}), self.out
+        )
         self.attack.execution = Execution.of(None, spec.attack.ray)
         self.attack._build(None, spec.attack.budget())
         self.out.mkdir(parents=True, exist_ok=True)
