@@ -360,7 +360,9 @@ class SearchSession:
         else:
             assert p.parent is not None
             rec["parent"] = p.parent.id
-            text = instruction(p.mutation, cell, p.parent.cell, failed=not p.parent.success)
+            text = instruction(
+                p.mutation, cell, p.parent.cell, failed=not p.parent.success, job=p.job
+            )
             try:
                 prompt = await self.executor.ask(p.job, MUTATE_STEP, text, p.parent.prompt)
             except (AartError, EndpointDown):
