@@ -307,3 +307,23 @@ def test_a_recipe_that_samples_its_attack_still_searches_every_cell(dataset, tmp
     r = aart.search.search(dataset, out=tmp_path / "out", recipe=recipe, budget=6,
                            target="search_targets:word_app", attacker="fake/att")  # fmt: skip
     assert len(r.archive.cells) == 4 and r.queries == 6 and len(r.archive.elites) == 4
+
+
+def test_a_recipe_that_verifies_by_llm_has_every_mutated_candidate_checked(
+    dataset, tmp_path, fake_server
+):
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(
+        "name: verified\napplication: {name: Test assistant}\nmodels: {verify: openai/verifier}\n"
+        "dimensions:\n  concepts: {values: [rule breaking, privacy leaks], verify: llm}\n"
+        "  regions: {values: [north, south]}\nscope: {primary: concepts}\n"
+        "generate: {template: '-'}\n"
+    )
+    # the fake verifier answers false for every dimension: no mutated candidate embodies its
+    # cell, so none reaches the target (the dataset's own prompts were verified already)
+    r = aart.search.search(dataset, out=tmp_path / "out", recipe=recipe, budget=8,
+                           target="search_targets:word_app", attacker="openai/attacker",
+                           base_url=fake_server.base_url)  # fmt: skip
+    asked = [q for q in fake_server.requests if q["model"] == "verifier"]
+    assert r.queries == 4 and r.rejected == {"off-cell": len(asked)} and asked
+    assert "stopped after" in r.warnings[0] and "off-cell" in r.warnings[0]

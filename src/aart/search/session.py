@@ -32,6 +32,7 @@ from ..recipe import Recipe, load_recipe
 from ..redteam.judges import Verdict
 from ..redteam.session import AttackSession
 from ..redteam.strategies import parse_strategy
+from ..redteam.tally import NON_REFUSAL
 from ..steps.verify import CellVerifier
 from ..store.db import RunDB
 from .archive import MAX_CELLS, STRATEGY_AXIS, Archive, Elite, cell_key, grid
@@ -250,9 +251,8 @@ class SearchSession:
                 archive=Archive(self.cells, self.duplicate),
                 target=self.attack.target_name,
                 primary=self.attack.primary,
-                measures="attack success"
-                if self.attack.primary != "refusal"
-                else "complied (not refused)",
+                # issue 19's names: the refusal detector alone measures compliance
+                measures="attack success" if self.attack.primary != "refusal" else NON_REFUSAL,
                 queries=0,
                 iterations=0,
                 curve=[(0, 0)],
