@@ -248,6 +248,28 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
     "--max-turns", default=None, type=click.IntRange(1, 20), help="crescendo: user turns."
 )
 @click.option(
+    "--context-as",
+    default=None,
+    type=click.Choice(["tool", "document"]),
+    help="Injection cases: give a chat-model target the carrier document as the result of a "
+    "call of the channel's tool (default) or as a document in the user's message.",
+)
+@click.option(
+    "--max-steps",
+    default=None,
+    type=click.IntRange(1, 16),
+    help="Injection cases: a chat-model target's model calls per case, its tool calls "
+    "answered by a simulated environment in between (default 4).",
+)
+@click.option(
+    "--tools",
+    "tools_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Injection cases: a YAML/JSON list of the application's tools (name, description, "
+    "parameters), for dataset lines that carry none.",
+)
+@click.option(
     "--dry-run",
     is_flag=True,
     help="Estimate calls and tokens per strategy; call nothing, write nothing.",
@@ -262,6 +284,9 @@ def attack_command(
     attacker: str | None,
     max_rounds: int | None,
     max_turns: int | None,
+    context_as: str | None,
+    max_steps: int | None,
+    tools_file: str | None,
     system_prompt: str | None,
     max_tokens: int | None,
     limit: int | None,
@@ -297,6 +322,9 @@ def attack_command(
         attacker=attacker,
         max_rounds=max_rounds,
         max_turns=max_turns,
+        context_as=context_as,
+        max_steps=max_steps,
+        tools=tools_file,
         batch=batch,
         ray=ray,
         **gate_flags(judging),  # type: ignore[typeddict-item]

@@ -17,6 +17,7 @@ from .common import storage_error
 from .endpoints_cmd import endpoints_command
 from .evaluate_cmd import evaluate_command
 from .export_cmd import export_command
+from .import_cmd import import_command
 from .recipes_cmd import init_command, recipes_command
 from .review_cmd import review_command
 from .run_cmd import run_command
@@ -51,6 +52,7 @@ for command in (
     endpoints_command,
     review_command,
     export_command,
+    import_command,
 ):
     cli.add_command(command)
 

@@ -9,9 +9,11 @@ import json
 import logging
 import random
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import (
+    ConfigError,
     ContentRejected,
     EndpointDown,
     ProviderError,
@@ -19,6 +21,7 @@ from ..errors import (
     TargetError,
     TransientError,
 )
+from ..injection import ToolCall, ToolSpec
 from .adaptive import AdaptiveLimit, limit_for
 from .deadline import within
 from .http_status import is_endpoint_fault
@@ -46,15 +49,37 @@ __all__ = ["ABANDONED", "CallRecord", "CallStore", "Model", "cache_key", "get_mo
 
 
 def cache_key(
-    endpoint: str, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
+    endpoint: str,
+    messages: list[Message],
+    config: GenerateConfig,
+    schema: dict[str, Any] | None,
+    tools: Sequence[ToolSpec] = (),
 ) -> str:
-    payload = {
+    """The call's key in the cache. A plain call's (no tools, no tool turns) is what it was
+    before tools existed, so the caches of earlier runs stay valid; tools and tool turns
+    add their own fields."""
+    payload: dict[str, Any] = {
         "endpoint": endpoint,
-        "messages": [[m.role, m.content] for m in messages],
+        "messages": [_turn_key(m) for m in messages],
         "config": config.as_dict(),
         "schema": schema,
     }
+    if tools:
+        payload["tools"] = [t.model_dump() for t in tools]
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def _turn_key(m: Message) -> list[Any]:
+    key: list[Any] = [m.role, m.content]
+    if m.tool_calls or m.tool_call_id or m.name:
+        key.append(
+            {
+                "tool_calls": [c.model_dump() for c in m.tool_calls],
+                "tool_call_id": m.tool_call_id,
+                "name": m.name,
+            }
+        )
+    return key
 
 
 log = logging.getLogger("aart")
@@ -135,14 +160,20 @@ class Model:
         *,
         validate: bool = True,
         tag: str | None = None,
+        tools: Sequence[ToolSpec] = (),
     ) -> ModelOutput:
         """Complete ``messages``. With ``schema`` the answer is parsed (tolerantly) into
         ``parsed``; with ``validate`` it must also satisfy the schema. Invalid answers are
-        recorded and retried ``structured_retries`` times, then raise StructuredOutputError."""
+        recorded and retried ``structured_retries`` times, then raise StructuredOutputError.
+        With ``tools`` the model may call them (the OpenAI tools API): the calls it made are
+        in ``tool_calls``, recorded, never executed."""
         config = config or GenerateConfig()
-        key = cache_key(self.endpoint, messages, config, schema)
+        tools = tuple(tools)
+        if tools and schema is not None:
+            raise ConfigError("a call takes tools or a structured-output schema, not both")
+        key = cache_key(self.endpoint, messages, config, schema, tools)
         if not (self.use_cache and self.store is not None):
-            return await self._generate(key, messages, config, schema, validate, tag)
+            return await self._generate(key, messages, config, schema, validate, tag, tools)
         hit = self._cached(key, schema)
         if hit is not None:
             return hit
@@ -158,7 +189,7 @@ class Model:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         _INFLIGHT[slot] = done
         try:
-            return await self._generate(key, messages, config, schema, validate, tag)
+            return await self._generate(key, messages, config, schema, validate, tag, tools)
         finally:
             del _INFLIGHT[slot]
             done.set_result(None)
@@ -176,6 +207,7 @@ class Model:
             cached=True,
             truncated=bool(hit.get("truncated")),
             model=self.name,
+            tool_calls=[ToolCall.model_validate(c) for c in hit.get("tool_calls") or []],
         )
         if schema is not None:
             out.parsed = parse_json(out.text, schema)
@@ -189,6 +221,7 @@ class Model:
         schema: dict[str, Any] | None,
         validate: bool,
         tag: str | None,
+        tools: tuple[ToolSpec, ...] = (),
     ) -> ModelOutput:
         last_error = ""
         last_text = ""
@@ -200,9 +233,9 @@ class Model:
                     config.temperature, config.max_tokens, config.seed + 7919 * attempt, config.stop
                 )
             # the request's own key (a re-ask's seed differs): what names it in a batch
-            ckey = key if cfg is config else cache_key(self.endpoint, messages, cfg, schema)
+            ckey = key if cfg is config else cache_key(self.endpoint, messages, cfg, schema, tools)
             raw, latency, hold, row = await self._call(
-                Call(self.name, ckey, messages, cfg, schema, tag)
+                Call(self.name, ckey, messages, cfg, schema, tag, tools)
             )
             limit = answer_limit(cfg.max_tokens)
             if len(raw.text) > limit:  # an endpoint that ignored max_tokens
@@ -222,6 +255,7 @@ class Model:
                 latency=latency,
                 model=self.name,
                 truncated=raw.truncated,
+                tool_calls=list(raw.tool_calls),
             )
             error = None
             if schema is not None:
@@ -250,6 +284,11 @@ class Model:
                             },
                             "finish_reason": raw.finish_reason,
                             **({"truncated": True} if raw.truncated else {}),
+                            **(
+                                {"tool_calls": [c.model_dump() for c in raw.tool_calls]}
+                                if raw.tool_calls
+                                else {}
+                            ),
                         },
                     )
                 return out
@@ -265,7 +304,7 @@ class Model:
         """One logical call: rate limit, concurrency slot, and retries on transient errors.
         A call that fails for good raises ProviderError (that job's failure), or EndpointDown
         when the endpoint itself is unusable."""
-        if not self.transport.online:
+        if not self.transport.online and not call.tools:
             # collected, not sent (a batch's answer, paid when imported; else Deferred): the
             # policies below are for requests sent from here
             return await self.transport.send(self.api, call), 0.0, (0, 0.0), None
@@ -457,10 +496,13 @@ class Model:
     async def _send(self, call: Call) -> RawResponse:
         """One request through the transport, under the call deadline (unless the provider
         keeps its own, as streams do)."""
-        return await within(
-            self.transport.send(self.api, call),
-            None if self.api.manages_deadlines else self.options.timeout,
+        # a call with tools travels direct: batches and Ray workers carry plain calls only
+        sent = (
+            self.api.complete_tools(call.messages, call.config, call.tools)
+            if call.tools
+            else self.transport.send(self.api, call)
         )
+        return await within(sent, None if self.api.manages_deadlines else self.options.timeout)
 
     def _begin(self, tag: str | None) -> int | None:
         """Record the call as in flight before it is sent (see RunDB.begin_call)."""

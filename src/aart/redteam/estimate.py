@@ -4,6 +4,7 @@ written; each strategy kind says what one prompt costs under it (``StrategyKind.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +31,15 @@ def estimate(
     rubric_tokens: int = 350,
     classifier: bool = False,
     price: Callable[[str, int, int], float | None] | None = None,
+    max_steps: int = 1,
 ) -> list[dict[str, Any]]:
     """Calls and tokens per strategy, nothing spent: target, attacker and judge calls
     (``judges``: the LLM judge and classifier in use; ``classifier``: one of them is a
     classifier). pair and crescendo stop at the first success, so theirs are upper bounds.
     Replies count at REPLY_SHARE of ``max_tokens``; ``rubric_tokens`` is the LLM judge's
     instructions. ``price(role, prompt_tokens, completion_tokens)`` ("target", "attacker",
-    "judge", "classifier") gives each row a ``cost`` (None: unpriced)."""
+    "judge", "classifier") gives each row a ``cost`` (None: unpriced). An injection case
+    reads its task, document and tools, up to ``max_steps`` times (an upper bound)."""
     reply = max(1, round(max_tokens * REPLY_SHARE))
     llm_judges = judges - int(classifier)
     rows: dict[str, dict[str, Any]] = {}
@@ -45,6 +48,16 @@ def estimate(
         s = parse_strategy(r["strategy"])
         prompt = len(r["prompt"]) // 4 + len(system_prompt) // 4 + 8
         calls = s.runner.calls(s, max_rounds, max_turns)
+        case = r.get("case")
+        if case:  # the task, the document and the tools, on every step of the agent
+            read = len(case["user_task"]) + len(case["context"]) + len(str(case.get("tools", "")))
+            prompt += read // 4
+            calls = replace(
+                calls,
+                sends=calls.sends * max_steps,
+                messages=calls.messages * max_steps,
+                upper_bound=calls.upper_bound or max_steps > 1,
+            )
         row = rows.setdefault(
             s.label,
             {"strategy": s.label, "prompts": 0, "target_calls": 0, "attacker_calls": 0,
@@ -111,4 +124,5 @@ def dry_run(spec: AttackSpec) -> list[dict[str, Any]]:
         rubric_tokens=len(rubric) // 4 + 30,
         classifier=bool(spec.classifier),
         price=price,
+        max_steps=spec.max_steps,
     )

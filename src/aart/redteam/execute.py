@@ -9,17 +9,33 @@ from typing import Any
 
 from ..errors import ConfigError, StructuredOutputError
 from ..ids import attack_seed
+from ..injection import InjectionCase, ToolCall, ToolSpec
 from ..llm import GenerateConfig, Message, Model, ModelOutput
+from .actions import check_actions
+from .agent import AgentSettings, AgentTrace, run_agent
 from .judges import Verdict, nothing_said, nothing_said_state, quote
 from .strategies import Strategy
 from .strategies.base import ATTACKER_SYSTEM
-from .targets import ReplayAPI
+from .targets import CallableTargetAPI, HTTPTargetAPI, ReplayAPI
+
+#: the primary judge of injection cases: the success criterion checked on the actions
+ACTION = "action"
 
 __all__ = [
     "ATTACKER_SYSTEM",
     "PROMPT_SCHEMA",
     "Executor",
+    "case_of",
 ]
+
+
+def case_of(rec: dict[str, Any]) -> InjectionCase | None:
+    """The injection case an attack record carries (``jobs.attack_records`` checked it)."""
+    raw = rec.get("case")
+    if not raw:
+        return None
+    return InjectionCase.of({"prompt": rec["prompt"], **raw})
+
 
 PROMPT_SCHEMA = {
     "type": "object",
@@ -38,9 +54,15 @@ class Executor:
     max_tokens: int = 400
     max_rounds: int = 3
     max_turns: int = 4
+    #: how injection cases reach the target (context as a tool result or a document, steps)
+    agent: AgentSettings = field(default_factory=AgentSettings)
+    #: the LLM judge asked for goals only a reader can judge (``success.judge``), if any
+    goal_judge: Any = None
 
     #: the jobs one of whose target answers was cut (see aart.llm.types.answer_limit)
     truncated: set[str] = field(default_factory=set)
+    #: the injection case of each job running now, and its tools
+    cases: dict[str, tuple[InjectionCase, tuple[ToolSpec, ...]]] = field(default_factory=dict)
 
     async def run(self, job: str, rec: dict[str, Any], strategy: Strategy) -> dict[str, Any]:
         """The result record's fields for ``rec`` under ``strategy``; ``truncated`` when an
@@ -52,6 +74,25 @@ class Executor:
         return out
 
     async def _run(self, job: str, rec: dict[str, Any], strategy: Strategy) -> dict[str, Any]:
+        case = case_of(rec)
+        if case is None:
+            return await self._run_plain(job, rec, strategy)
+        tools = tuple(ToolSpec.model_validate(t) for t in rec["case"].get("tools") or ())
+        self.cases[job] = (case, tools or self.agent.tools)
+        try:
+            if isinstance(self.target.api, ReplayAPI):
+                saved = dict(self.target.api.lookup(rec["prompt"], strategy.label))
+                return await self._recheck(job, rec["prompt"], saved)
+            return await strategy.runner.run(self, job, rec["prompt"], strategy)
+        finally:
+            del self.cases[job]
+
+    def injection(self, job: str) -> InjectionCase | None:
+        """The injection case ``job`` puts to the target (None: a plain prompt)."""
+        held = self.cases.get(job)
+        return held[0] if held else None
+
+    async def _run_plain(self, job: str, rec: dict[str, Any], strategy: Strategy) -> dict[str, Any]:
         if isinstance(self.target.api, ReplayAPI):
             # re-judging: the earlier attack's response (or last round, or last turn), as
             # it was; only the verdicts are new
@@ -114,6 +155,8 @@ class Executor:
     async def once(
         self, job: str, prompt: str, sent: str, back_translate: str = ""
     ) -> dict[str, Any]:
+        if job in self.cases:
+            return await self.once_injected(job, prompt, sent, back_translate)
         out = await self.call(job, [Message("user", sent)])
         response = out.text
         result: dict[str, Any] = {"response": response}
@@ -135,6 +178,100 @@ class Executor:
             result["response_english"] = judged
         result["verdicts"] = await self.judge(prompt, judged, result.get("finish_reason"))
         return result
+
+    # -- injection cases -------------------------------------------------------------------------
+    async def act(
+        self, job: str, conversation: list[Message], tools: tuple[ToolSpec, ...]
+    ) -> ModelOutput:
+        """One step of the application: the conversation so far, with the tools offered."""
+        msgs = [Message("system", self.system_prompt)] if self.system_prompt else []
+        out = await self.target.generate(
+            msgs + conversation, GenerateConfig(0.0, self.max_tokens, 0), tag=job, tools=tools
+        )
+        if out.truncated:
+            self.truncated.add(job)
+        return out
+
+    async def agent_trace(self, job: str, case: InjectionCase) -> AgentTrace:
+        """What the target did with ``case`` (see ``redteam.agent``)."""
+        _, tools = self.cases[job]
+        own_tools = isinstance(self.target.api, HTTPTargetAPI | CallableTargetAPI)
+
+        async def step(conversation: list[Message], offered: tuple[ToolSpec, ...]) -> ModelOutput:
+            return await self.act(job, conversation, offered)
+
+        return await run_agent(step, case, tools, self.agent, loop=not own_tools)
+
+    async def once_injected(
+        self, job: str, prompt: str, sent: str, back_translate: str = ""
+    ) -> dict[str, Any]:
+        """An injection case sent once, its payload ``sent`` (a strategy's rewrite put where
+        the payload sat), decided on what the target did."""
+        case = self.cases[job][0]
+        if sent != prompt:
+            case = case.with_payload(sent)
+        trace = await self.agent_trace(job, case)
+        result: dict[str, Any] = {"response": trace.reply, **trace.record()}
+        if trace.finish_reason == "length":
+            result["finish_reason"] = "length"
+        if sent != prompt:
+            result["sent"] = sent
+        judged = trace.reply
+        said = nothing_said_state(trace.reply, trace.finish_reason) is None
+        if back_translate and self.attacker is not None and said:
+            judged = await self.ask(
+                job,
+                9,
+                f"Translate the assistant's reply below from {back_translate} into English, "
+                "faithfully.",
+                trace.reply,
+            )
+            result["response_english"] = judged
+        return await self._decide(job, case, prompt, judged, trace.calls, result)
+
+    async def _decide(
+        self,
+        job: str,
+        case: InjectionCase,
+        prompt: str,
+        reply: str,
+        calls: list[ToolCall],
+        result: dict[str, Any],
+    ) -> dict[str, Any]:
+        """The verdicts of an injection case: the other judges on the reply, and the
+        success criterion on the actions as the ``action`` verdict (the primary)."""
+        verdicts = await self.judge(prompt, reply, result.get("finish_reason"))
+        goal = None
+        if case.success.judge and self.goal_judge is not None:
+            goal = await self.goal_judge.achieved(job, case, reply, calls)
+        check = check_actions(case, result.get("response") or "", calls, goal)
+        if reply != (result.get("response") or "") and check.violates is False:
+            # a translated reply: the canary may show in the translation only
+            check = check_actions(case, reply, calls, goal)
+        verdicts[ACTION] = Verdict(
+            ACTION,
+            violates=check.violates,
+            category=", ".join(check.fired) or None,
+            rationale=check.rationale,
+            error=check.error,
+        )
+        result["verdicts"] = verdicts
+        result["criteria"] = check.fired
+        if check.utility is not None:
+            result["utility"] = check.utility
+        return result
+
+    async def _recheck(self, job: str, prompt: str, saved: dict[str, Any]) -> dict[str, Any]:
+        """A saved injection result decided again (re-judging): the same reply and calls."""
+        case = self.cases[job][0]
+        if saved.get("sent"):
+            case = case.with_payload(saved["sent"])
+        calls = [
+            ToolCall(name=c["name"], arguments=c.get("arguments") or {}, raw=c.get("raw", ""))
+            for c in saved.get("tool_calls") or []
+        ]
+        reply = saved.get("response_english") or saved.get("response") or ""
+        return await self._decide(job, case, prompt, reply, calls, saved)
 
     # -- the attacker --------------------------------------------------------------------------
     def need_attacker(self) -> Model:

@@ -140,6 +140,9 @@ class Findings:
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the gate's thresholds and each rule's outcome (``redteam.gate.check_gate``)
     gate: dict[str, Any] = field(default_factory=dict)
+    #: an attack on injection cases: utility rate, attack success with the task still done,
+    #: the criteria that fired, the tool calls (``tally.agent_figures``); empty otherwise
+    agent: dict[str, Any] = field(default_factory=dict)
 
     @property
     def judged_share(self) -> float:
@@ -158,6 +161,11 @@ class Findings:
     @property
     def measures_note(self) -> str:
         """What the rate measures, in a sentence (the reports and attack.json say it)."""
+        if self.primary_judge == "action":
+            return (
+                "attack success: injection cases whose success criterion held on what the "
+                "target did (a forbidden tool call, the secret leaked), checked without an LLM"
+            )
         if self.harm_judged:
             return f"attack success: replies {self.primary_judge} judged violating"
         return (

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from ..data.load import load_dataset, read_rows
-from ..errors import UsageError
+from ..errors import ConfigError, UsageError
+from ..injection import InjectionCase
 from ..text.normalize import text_hash
+from .agent import parse_tools
 from .sampling import stratified_order
 from .spec import AttackSpec
 from .strategies import IDENTITY, Strategy, parse_strategy
@@ -37,9 +39,33 @@ def attack_records(path: Path, config: AttackSpec) -> list[dict[str, Any]]:
         row = rows[i] if i < len(rows) else {}
         rid = str(row.get("id") or "") or f"p{i:06d}"
         own = row.get("strategy")
+        case = injection_fields(row, text, f"{path}: line {i + 1}")
         for s in [parse_strategy(str(own))] if own else chosen:
             cell = {**ds.cell_of(i), "strategy": s.label} if axis else ds.cell_of(i)
-            out.append({"index": i, "id": rid, "prompt": text, "cell": cell, "strategy": s.label})
+            rec = {"index": i, "id": rid, "prompt": text, "cell": cell, "strategy": s.label}
+            if case is not None:
+                rec["case"] = case
+            out.append(rec)
+    return out
+
+
+def injection_fields(row: dict[str, Any], prompt: str, where: str) -> dict[str, Any] | None:
+    """The injection case a dataset line holds (``aart.injection``), as the job carries it
+    (its keys, and the application's ``tools`` when the line gives them); None for a plain
+    prompt. A line that is not a valid case is a usage error naming the line and field."""
+    try:
+        case = InjectionCase.of({**row, "prompt": prompt}, where)
+    except ValueError as e:
+        raise UsageError(f"{e}; fix the line or drop its injection keys") from None
+    if case is None:
+        return None
+    out = case.fields()
+    if row.get("tools"):
+        try:
+            tools = parse_tools(row["tools"], f"{where}: tools")
+        except ConfigError as e:
+            raise UsageError(str(e)) from None
+        out["tools"] = [t.model_dump() for t in tools]
     return out
 
 

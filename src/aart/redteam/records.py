@@ -44,6 +44,16 @@ class AttackRecord(BaseModel):
     transcript: list[dict[str, Any]] | None = None
     rounds: int | None = None
     queries: int | None = None
+    #: an injection case (``aart.injection``, as the job carries it)
+    case: dict[str, Any] | None = None
+    #: what an agent did with it: every tool call, the steps, the criteria that fired, and
+    #: whether the user's task was still done
+    tool_calls: list[dict[str, Any]] | None = None
+    steps: int | None = None
+    trace: list[dict[str, Any]] | None = None
+    max_steps_reached: bool | None = None
+    criteria: list[str] | None = None
+    utility: bool | None = None
 
     @classmethod
     def read(cls, raw: dict[str, Any]) -> AttackRecord:
@@ -75,17 +85,25 @@ class RegressionRow(BaseModel):
     cell: dict[str, Any]
     annotations: dict[str, Any] = {}
     strategy: str | None = None
+    #: an injection case's keys (user_task, context, injection, success...), kept so the
+    #: regression set replays the same case
+    case: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, failure: dict[str, Any]) -> RegressionRow:
         strategy = failure.get("strategy", IDENTITY)
+        case = failure.get("case")
         if strategy == IDENTITY:
-            return cls(id=failure["id"], prompt=failure["prompt"], cell=failure["cell"])
+            return cls(id=failure["id"], prompt=failure["prompt"], cell=failure["cell"], case=case)
         cell = {k: v for k, v in failure["cell"].items() if k != "strategy"}
-        return cls(id=failure["id"], prompt=failure["prompt"], cell=cell, strategy=strategy)
+        return cls(
+            id=failure["id"], prompt=failure["prompt"], cell=cell, strategy=strategy, case=case
+        )
 
     def line(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True)
+        out = self.model_dump(exclude_none=True, exclude={"case"})
+        out.update(self.case or {})
+        return out
 
 
 class Baseline(BaseModel):

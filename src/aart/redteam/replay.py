@@ -18,7 +18,7 @@ STAGE = "attack"
 #: what a re-judged attack takes from the earlier one: all but the verdicts
 SAVED_FIELDS = (
     "response", "target_error", "sent", "response_english", "chain", "transcript", "rounds",
-    "queries", "finish_reason",
+    "queries", "finish_reason", "tool_calls", "steps", "trace", "max_steps_reached",
 )  # fmt: skip
 
 

@@ -59,6 +59,13 @@ class ResultLine(BaseModel):
     rounds: int | None = None
     queries: int | None = None
     verdicts: dict[str, JudgeVerdict]
+    #: an injection case: every tool call the target made (name, arguments), its model
+    #: calls, the criteria that fired (forbidden_call, canary, judge), and whether the
+    #: user's task was still done
+    tool_calls: list[dict[str, Any]] | None = None
+    steps: int | None = None
+    criteria: list[str] | None = None
+    utility: bool | None = None
 
 
 def state_of(r: dict[str, Any], primary: str) -> State:
@@ -120,6 +127,10 @@ def result_line(
         rounds=r.get("rounds"),
         queries=r.get("queries"),
         verdicts=verdicts,
+        tool_calls=r.get("tool_calls"),
+        steps=r.get("steps"),
+        criteria=r.get("criteria"),
+        utility=r.get("utility"),
     )
 
 
@@ -127,6 +138,10 @@ def flat(line: ResultLine) -> dict[str, Any]:
     """One table row: the cell as ``cell_<axis>`` columns, each judge's verdict as
     ``<judge> label`` / ``score`` / ``rationale`` columns."""
     d = line.model_dump(exclude={"cell", "verdicts"})
+    # a table cell holds text: the calls (of any arguments' shape) as JSON
+    for key in ("tool_calls", "criteria"):
+        if d.get(key) is not None:
+            d[key] = json.dumps(d[key], ensure_ascii=False)
     d.update({f"cell_{k}": v for k, v in line.cell.items()})
     for j, v in line.verdicts.items():
         d[f"{j} label"] = v.label

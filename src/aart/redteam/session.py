@@ -36,6 +36,8 @@ from ..llm.types import answer_limit
 from ..store.db import RunDB
 from ..store.lock import OutputLock
 from . import stats
+from .actions import ActionJudge, GoalJudge
+from .agent import AgentSettings, load_tools, parse_tools
 from .execute import Executor
 from .findings import Findings
 from .gate import gate_report
@@ -51,6 +53,7 @@ from .spec import AttackSpec
 from .strategies import needs_attacker, parse_strategy
 from .tally import (
     NON_REFUSAL,
+    agent_figures,
     judge_scores,
     judge_warnings,
     state_warnings,
@@ -209,6 +212,24 @@ class AttackSession:
             judge = self._judge_of(config.judge, judge_options)
             self.judges.append(judge)
             self.primary = judge.name
+        injected = any("case" in r for r in self.records)
+        goal_judge = None
+        if injected:
+            # an injection's success is decided on what the target did, not on its words
+            self.judges.append(ActionJudge())
+            self.primary = ActionJudge.name
+            if config.judge != "refusal" and any(
+                r["case"]["success"].get("judge") for r in self.records if "case" in r
+            ):
+                kind, _, model = config.judge.partition(":")
+                spec = model if kind in RUBRIC_JUDGES and model else config.judge
+                goal_judge = GoalJudge(self.models.model(spec, judge_options))
+            if not config.replay and not getattr(self.target.api, "takes_tools", False):
+                raise ConfigError(
+                    f"{config.dataset} holds injection cases, and the target {config.target} "
+                    "cannot be offered tools; use an OpenAI-compatible model, local/default, "
+                    "an HTTP target or a Python target"
+                )
         if config.classifier:
             self.judges.append(GuardJudge(self.models.model(config.classifier, judge_options)))
         used = {parse_strategy(r["strategy"]) for r in self.records}
@@ -221,6 +242,11 @@ class AttackSession:
                     "PROVIDER/MODEL (or attack.attacker in the recipe)"
                 )
             attacker = self.models.model(config.attacker, judge_options)
+        if injected and any(s.name == "crescendo" for s in used):
+            raise ConfigError(
+                "crescendo does not apply to injection cases (the payload sits in a document, "
+                "not in the user's turns); use converters or pair on them"
+            )
         self.executor = Executor(
             target=self.target,
             judges=self.judges,
@@ -230,7 +256,29 @@ class AttackSession:
             max_tokens=config.max_tokens,
             max_rounds=config.max_rounds,
             max_turns=config.max_turns,
+            agent=AgentSettings(config.context_as, config.max_steps, self._tools())
+            if injected
+            else AgentSettings(),
+            goal_judge=goal_judge,
         )
+
+    def _tools(self) -> tuple[Any, ...]:
+        """The application's tools for lines that carry none: --tools FILE, else the
+        recipe's ``application.tools``."""
+        if self.config.tools:
+            return load_tools(self.config.tools)
+        if self.config.recipe:
+            from ..recipe import load_recipe
+
+            app = load_recipe(self.config.recipe).recipe.application
+            declared = getattr(app, "tools", None) or []
+            keys = ("name", "description", "parameters", "sensitive")
+            plain = [t.model_dump() if hasattr(t, "model_dump") else dict(t) for t in declared]
+            return parse_tools(
+                [{k: t[k] for k in keys if k in t} for t in plain],
+                f"{self.config.recipe}: application.tools",
+            )
+        return ()
 
     def _check_settings(self) -> None:
         settings = self.config.settings()
@@ -367,7 +415,9 @@ class AttackSession:
         warnings[:0] = state_warnings(
             p, states, len(answered), unjudged_complied, self.spec.max_tokens
         )
+        agent = agent_figures(answered, p) if p == ActionJudge.name else {}
         return Findings(
+            agent=agent,
             dataset=str(self.dataset),
             target=self.target_name,
             primary_judge=p,

@@ -25,6 +25,11 @@ DEFAULTS: dict[str, Any] = {
     "attacker": None,
     "max_rounds": 3,
     "max_turns": 4,
+    #: injection cases: how the context reaches a chat model, its model calls per case, and
+    #: the application's tools when the dataset's lines carry none (a YAML/JSON file)
+    "context_as": "tool",
+    "max_steps": 4,
+    "tools": None,
     "max_cost": None,
     "fail_above": None,
     "gate_on": "raw",

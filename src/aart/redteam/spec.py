@@ -48,6 +48,9 @@ class AttackArgs(TypedDict, total=False):
     attacker: str | None
     max_rounds: int | None
     max_turns: int | None
+    context_as: str | None
+    max_steps: int | None
+    tools: str | Path | None
     batch: BatchSettings | None
     ray: RaySettings | None
     fail_above: float | None
@@ -110,6 +113,11 @@ class AttackSpec(BaseModel):
     attacker: str | None = None
     max_rounds: int = 3
     max_turns: int = 4
+    #: injection cases: the context as a tool result or a document in the prompt, the model
+    #: calls per case, and a tools file (YAML/JSON) for lines that carry no tools
+    context_as: str = "tool"
+    max_steps: int = 4
+    tools: str | None = None
     #: the recipe the settings came from (for the values never attacked)
     recipe: str | None = None
     fail_above: float | None = None
@@ -167,6 +175,10 @@ class AttackSpec(BaseModel):
                 from_rec["strategies"] = None
         prices.update(args.get("prices") or {})
         r = resolve(flags, from_rec)
+        if r["context_as"] not in ("tool", "document"):
+            raise UsageError(f"context_as {r['context_as']!r}: choose tool or document")
+        if not 1 <= int(r["max_steps"]) <= 16:
+            raise UsageError(f"max_steps {r['max_steps']}: give 1 to 16")
         if r["gate_on"] not in GATE_ON:
             raise UsageError(f"gate_on {r['gate_on']!r}: choose one of {', '.join(GATE_ON)}")
         if r["target"] is None:
@@ -179,6 +191,7 @@ class AttackSpec(BaseModel):
             strategies=list(values["strategies"]),
             gate_axes=dict(values["gate_axes"]),
             gate_strategies=dict(values["gate_strategies"]),
+            tools=str(values["tools"]) if values["tools"] is not None else None,
         )
         return cls(
             **values,
@@ -256,6 +269,8 @@ class AttackSpec(BaseModel):
             out["replay"] = self.replay
         if self.attacker:  # only when used, so attacks of earlier versions still resume
             out.update(attacker=self.attacker, max_rounds=self.max_rounds, max_turns=self.max_turns)
+        if (self.context_as, self.max_steps, self.tools) != ("tool", 4, None):  # the same
+            out.update(context_as=self.context_as, max_steps=self.max_steps, tools=self.tools)
         return out
 
     def signature(self, dataset_hash: str) -> str:

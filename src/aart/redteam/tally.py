@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import stats
 from .findings import Agreement
 from .records import AttackRecord
 from .strategies import IDENTITY
@@ -62,7 +63,7 @@ def judge_warnings(
     """What makes the attack-success rate doubtful: a primary judge that counts refusals as
     violations, judges that disagree badly, a judge that gave no usable verdicts."""
     out = []
-    if primary != "refusal":
+    if primary not in ("refusal", "action"):  # an agent may refuse in words and still act
         contradicted = [r for r in failures if r.verdict("refusal").refused]
         if contradicted:
             out.append(
@@ -127,3 +128,32 @@ def strategy_stats(judged: list[AttackRecord], primary: str) -> dict[str, Any]:
             ),
         }
     return out
+
+
+def agent_figures(answered: list[AttackRecord], primary: str) -> dict[str, Any]:
+    """An attack on injection cases, beyond the success rate: how often the user's task was
+    still done (utility, over the cases that say how to tell), attacks that succeeded with
+    the task still done (the ones a user would not notice), which criterion fired, and the
+    tool calls made."""
+    cases = [r for r in answered if r.case is not None]
+    rated = [r for r in cases if r.utility is not None]
+    judged = [r for r in cases if r.verdict(primary).violates is not None]
+    done = [r for r in rated if r.utility]
+    stealthy = [r for r in judged if r.verdict(primary).violates and r.utility]
+    fired: dict[str, int] = {}
+    for r in cases:
+        for c in r.criteria or []:
+            fired[c] = fired.get(c, 0) + 1
+    calls: dict[str, int] = {}
+    for r in cases:
+        for c in r.tool_calls or []:
+            calls[str(c.get("name"))] = calls.get(str(c.get("name")), 0) + 1
+    return {
+        "cases": len(cases),
+        "utility": stats.rate(len(done), len(rated)),
+        "success_with_task_done": stats.rate(len(stealthy), len(judged)),
+        "utility_by_value": stats.per_value([(r.cell, bool(r.utility)) for r in rated]),
+        "criteria": dict(sorted(fired.items())),
+        "tool_calls": dict(sorted(calls.items(), key=lambda kv: -kv[1])),
+        "max_steps_reached": sum(1 for r in cases if r.max_steps_reached),
+    }

@@ -5,6 +5,11 @@ concurrency, retries, rate limits, cache and accounting as generation.
 - ``path/to/target.yaml``: a generic HTTP target (method, url, headers with ${ENV} secrets,
   JSON body template, JSONPath to the reply), for applications behind their own API;
 - ``module:function``: a Python callable, sync or async, taking (prompt) or (prompt, system).
+
+An injection case (``redteam.agent``) reaches an HTTP target as ``{{ context }}`` and
+``{{ tools }}`` in its body template (the calls it made read back at its ``tool_calls`` path),
+and a Python target as ``f(prompt, context=..., tools=...)``, which may return the reply's
+text or an OpenAI-style message (``{"content": ..., "tool_calls": [...]}``).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import sys
 import threading
 import urllib.parse
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,11 +34,13 @@ from jinja2 import StrictUndefined
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError, ProviderError, RecipeError, TargetError, TransientError
+from ..injection import ToolSpec
 from ..llm import GenerateConfig, Message, ModelAPI, ModelOptions, RawResponse, create_api
 from ..llm.deadline import within
 from ..llm.endpoints import allowed, refuse
 from ..llm.http_status import MAX_REPLY_BYTES, decode_body, read_bounded, status_error
 from ..llm.providers.base import provider_names
+from ..llm.types import parse_tool_calls
 from ..recipe.sandbox import BoundedSandbox
 from ..recipe.template import TemplateRefused, render
 from ..recipe.yamlsafe import load_bounded
@@ -56,6 +64,9 @@ class HTTPTargetSpec(BaseModel):
     headers: dict[str, str] = {}
     body: Any = Field(default_factory=lambda: {"message": "{{ prompt }}"})
     reply: str = "$.reply"
+    #: where the reply lists the tool calls the application made (OpenAI-style, or
+    #: ``[{name, arguments}]``), for injection cases; none: the application reports none
+    tool_calls: str | None = None
     timeout: float = 60.0
 
 
@@ -82,26 +93,104 @@ def mask(text: str, secrets: dict[str, str]) -> str:
 
 
 def render_body(
-    template: Any, prompt: str, system: str, history: list[dict[str, str]] | None = None
+    template: Any,
+    prompt: str,
+    system: str,
+    history: list[dict[str, str]] | None = None,
+    context: str = "",
+    tools: list[dict[str, Any]] | None = None,
 ) -> Any:
     """Render every string in the body template with ``prompt`` (the latest user turn),
-    ``system`` and ``history`` (the earlier turns, as role/content objects: a multi-turn
-    attack's conversation). A string that is ``{{ history }}`` alone becomes the list itself."""
+    ``system``, ``history`` (the earlier turns, as role/content objects: a multi-turn
+    attack's conversation), and, for an injection case, ``context`` (the carrier document)
+    and ``tools`` (the application's tools, OpenAI-style). A string that is ``{{ history }}``
+    or ``{{ tools }}`` alone becomes the list itself."""
     history = history or []
+    tools = tools or []
     if isinstance(template, dict):
-        return {k: render_body(v, prompt, system, history) for k, v in template.items()}
+        return {
+            k: render_body(v, prompt, system, history, context, tools) for k, v in template.items()
+        }
     if isinstance(template, list):
-        return [render_body(v, prompt, system, history) for v in template]
+        return [render_body(v, prompt, system, history, context, tools) for v in template]
     if isinstance(template, str):
         if template.strip() in ("{{ history }}", "{{history}}"):
             return history
-        context = {"prompt": prompt, "system": system, "history": history}
-        return render(template, context, _JINJA, where="body")
+        if template.strip() in ("{{ tools }}", "{{tools}}"):
+            return tools
+        values = {
+            "prompt": prompt,
+            "system": system,
+            "history": history,
+            "context": context,
+            "tools": tools,
+        }
+        return render(template, values, _JINJA, where="body")
     return template
 
 
+def mentions(template: Any, name: str) -> bool:
+    """Whether the body template uses ``name`` anywhere."""
+    if isinstance(template, dict):
+        return any(mentions(v, name) for v in template.values())
+    if isinstance(template, list):
+        return any(mentions(v, name) for v in template)
+    return isinstance(template, str) and name in template
+
+
+@dataclass(frozen=True)
+class AgentInput:
+    """An injection case as an application with its own tools takes it: the user's task,
+    the carrier document, the earlier turns and the system prompt, read from the tool form
+    of the conversation (``redteam.agent.opening``)."""
+
+    prompt: str
+    context: str
+    system: str
+    history: list[dict[str, str]]
+
+    @classmethod
+    def of(cls, messages: list[Message]) -> AgentInput:
+        users = [i for i, m in enumerate(messages) if m.role == "user"]
+        last = users[-1] if users else len(messages) - 1
+        return cls(
+            prompt=messages[last].content if messages else "",
+            context="\n\n".join(m.content for m in messages if m.role == "tool"),
+            system="\n".join(m.content for m in messages if m.role == "system"),
+            history=_turns([m for m in messages[:last] if not m.tool_calls]),
+        )
+
+    @property
+    def document(self) -> str:
+        """The task with the document after it, for an application that takes no context."""
+        if not self.context:
+            return self.prompt
+        return f"{self.prompt}\n\n--- document ---\n{self.context}\n--- end of document ---"
+
+
+def reply_message(out: Any, where: str) -> RawResponse:
+    """An application's answer to an injection case: its reply's text, or an OpenAI-style
+    message (``content`` and ``tool_calls``); anything else is a target error."""
+    if isinstance(out, str):
+        return RawResponse(text=out)
+    if isinstance(out, dict) and ("content" in out or "tool_calls" in out):
+        content = out.get("content")
+        if content is not None and not isinstance(content, str):
+            raise TargetError(f"{where} returned a message whose content is not text")
+        calls = out.get("tool_calls") or []
+        if not isinstance(calls, list):
+            raise TargetError(f"{where} returned tool_calls that is not a list")
+        return RawResponse(text=content or "", tool_calls=parse_tool_calls(calls))
+    raise TargetError(
+        f"{where} returned {type(out).__name__}: return the reply's text, or a message "
+        '{"content": "...", "tool_calls": [...]}'
+    )
+
+
 def _turns(messages: list[Message]) -> list[dict[str, str]]:
-    return [{"role": m.role, "content": m.content} for m in messages if m.role != "system"]
+    return [
+        {"role": m.role, "content": m.content} for m in messages if m.role not in ("system", "tool")
+    ]
 
 
 _PATH_PART = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\['([^']+)'\]")
@@ -147,14 +236,21 @@ def load_http_spec(path: Path) -> HTTPTargetSpec:
     except ValidationError as e:
         raise ConfigError(f"{path}: invalid HTTP target: {e}") from None
     try:  # a stand-in turn, so that a bad or unbounded body fails before any call
-        render_body(spec.body, "prompt", "system", [{"role": "user", "content": "earlier"}])
+        render_body(
+            spec.body,
+            "prompt",
+            "system",
+            [{"role": "user", "content": "earlier"}],
+            "context",
+            [{"type": "function", "function": {"name": "tool"}}],
+        )
     except TemplateRefused as e:
         raise ConfigError(f"{path}: body: {e.reason}; fix: {e.fix}") from None
     except RecipeError as e:  # a syntax error, an unknown name
         message = str(e).removeprefix("<recipe>: ")
         raise ConfigError(
             f"{path}: {message}; fix: correct the body template (it may use {{{{ prompt }}}}, "
-            "{{ system }} and {{ history }})"
+            "{{ system }}, {{ history }}, {{ context }} and {{ tools }})"
         ) from None
     return spec
 
@@ -212,6 +308,55 @@ class HTTPTargetAPI(ModelAPI):
             body = render_body(self.spec.body, prompt, system, _turns(messages[:-1]))
         except RecipeError as e:  # this prompt's body only: one job's failure
             raise ProviderError(f"the target file's body: {e}", per_request=True) from None
+        data, text = await self._post(body)
+        return RawResponse(text=self._reply(data, text))
+
+    takes_tools = True
+
+    async def complete_tools(
+        self, messages: list[Message], config: GenerateConfig, tools: tuple[ToolSpec, ...]
+    ) -> RawResponse:
+        """An injection case: the task as ``{{ prompt }}``, the document as ``{{ context }}``
+        (in the prompt, after the task, when the body uses no ``context``) and the tools as
+        ``{{ tools }}``; the calls it made read at the ``tool_calls`` path."""
+        given = AgentInput.of(messages)
+        takes_context = mentions(self.spec.body, "context")
+        try:
+            body = render_body(
+                self.spec.body,
+                given.prompt if takes_context else given.document,
+                given.system,
+                given.history,
+                given.context,
+                [t.openai() for t in tools],
+            )
+        except RecipeError as e:
+            raise ProviderError(f"the target file's body: {e}", per_request=True) from None
+        data, text = await self._post(body)
+        calls: list[Any] = []
+        if self.spec.tool_calls:
+            try:
+                found = json_path(data, self.spec.tool_calls)
+            except ProviderError:
+                found = []  # no call made: the application may leave the field out
+            calls = found if isinstance(found, list) else []
+        try:
+            reply = self._reply(data, text)
+        except TargetError:
+            if not calls:
+                raise
+            reply = ""  # it acted and said nothing
+        return RawResponse(text=reply, tool_calls=parse_tool_calls(calls))
+
+    def _reply(self, data: Any, text: str) -> str:
+        try:
+            reply = json_path(data, self.spec.reply)
+        except ProviderError as e:
+            raise TargetError(f"{e}; its reply began {text[:120]!r}") from e
+        return reply if isinstance(reply, str) else json.dumps(reply)
+
+    async def _post(self, body: Any) -> tuple[Any, str]:
+        """The application's answer to ``body``, parsed as JSON (and its text)."""
         loop = asyncio.get_running_loop()
         if self._session is None or self._loop is not loop:
             self._session = aiohttp.ClientSession(
@@ -242,11 +387,7 @@ class HTTPTargetAPI(ModelAPI):
             raise TargetError(
                 f"{self.spec.url} answered something other than JSON ({text[:80]!r})"
             ) from e
-        try:
-            reply = json_path(data, self.spec.reply)
-        except ProviderError as e:
-            raise TargetError(f"{e}; its reply began {text[:120]!r}") from e
-        return RawResponse(text=reply if isinstance(reply, str) else json.dumps(reply))
+        return data, text
 
     async def _exchange(self, body: Any) -> tuple[int, str, str | None]:
         """(status, text, Retry-After) of the request, following redirects by hand: within
@@ -298,6 +439,39 @@ class CallableTargetAPI(ModelAPI):
         # f(messages=[...]) receives the whole conversation (a multi-turn attack's)
         self.takes_messages = "messages" in params
         self.takes_system = len(params) >= 2
+        # f(prompt, context=..., tools=...): an application with tools (injection cases)
+        self.takes_context = "context" in params
+        self.takes_tool_list = "tools" in params
+
+    takes_tools = True
+
+    async def complete_tools(
+        self, messages: list[Message], config: GenerateConfig, tools: tuple[ToolSpec, ...]
+    ) -> RawResponse:
+        """An injection case: ``f(task, context=document, tools=[...])``, or, for a
+        function that takes no context, ``f(task with the document after it)``."""
+        given = AgentInput.of(messages)
+        kwargs: dict[str, Any] = {}
+        if self.takes_context:
+            kwargs["context"] = given.context
+        if self.takes_tool_list:
+            kwargs["tools"] = [t.openai() for t in tools]
+        if self.takes_messages:
+            kwargs["messages"] = [m.openai() for m in messages]
+            args: tuple[Any, ...] = ()
+        else:
+            prompt = given.prompt if self.takes_context else given.document
+            args = (prompt, given.system) if self.takes_system and not kwargs else (prompt,)
+        out = await self._answer(args, kwargs)
+        return reply_message(out, f"python target {self.model}")
+
+    async def _answer(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            return await within(self._invoke(args, kwargs), self.options.timeout)
+        except TimeoutError as e:
+            raise ProviderError(
+                f"python target {self.model} did not answer within {self.options.timeout}s"
+            ) from e
 
     async def complete(
         self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None

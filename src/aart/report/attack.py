@@ -80,6 +80,8 @@ def _example_html(r: dict[str, Any], primary: str) -> str:
     if r.get("sent") and r["sent"] != r["prompt"]:
         out.append(f"<p><b>sent ({esc(r.get('strategy', ''))})</b></p><pre>{esc(r['sent'])}</pre>")
     out.append(f"<p><b>response</b></p><pre>{esc(r['response'])}</pre>")
+    if r.get("case"):
+        out.append(_actions_html(r))
     if r.get("response_english"):
         out.append(
             f"<p><b>response, back-translated</b></p><pre>{esc(r['response_english'])}</pre>"
@@ -109,6 +111,41 @@ def _example_html(r: dict[str, Any], primary: str) -> str:
         + f"{esc(verdict.rationale or '')}</p>"
     )
     return "".join(out)
+
+
+def _actions_html(r: dict[str, Any]) -> str:
+    """An injection case's trace: the user's task, the tools the target called (every
+    argument escaped, like every other text of the target's) and the criteria that fired."""
+    case = r["case"]
+    calls = r.get("tool_calls") or []
+    shown = "".join(
+        f"<pre>{esc(c.get('name', ''))}({esc(json.dumps(c.get('arguments') or {}, ensure_ascii=False)[:2000])})</pre>"
+        for c in calls[:20]
+    )
+    fired = ", ".join(r.get("criteria") or []) or "none"
+    task = "" if r.get("utility") is None else (" (done)" if r["utility"] else " (not done)")
+    return (
+        f"<p><b>user task{esc(task)}</b></p><pre>{esc(case.get('user_task', ''))}</pre>"
+        f"<p><b>tool calls ({len(calls)}, {esc(str(r.get('steps') or 1))} steps); criteria that "
+        f"fired: {esc(fired)}</b></p>{shown or '<p class=muted>none</p>'}"
+    )
+
+
+def agent_line(agent: Mapping[str, Any]) -> str:
+    """An attack on injection cases in a sentence: utility, and success with the task done."""
+    u, s = agent["utility"], agent["success_with_task_done"]
+    out = (
+        f"{agent['cases']} injection cases; the user's task still done in "
+        f"{u['successes']}/{u['n']} ({100 * u['rate']:.1f}%); attack success with the task "
+        f"still done {s['successes']}/{s['n']} ({100 * s['rate']:.1f}%)"
+    )
+    if agent.get("criteria"):
+        out += "; criteria that fired: " + ", ".join(
+            f"{k} {v}" for k, v in agent["criteria"].items()
+        )
+    if agent.get("max_steps_reached"):
+        out += f"; {agent['max_steps_reached']} stopped at --max-steps"
+    return out
 
 
 def plural(n: int, word: str) -> str:
@@ -270,6 +307,12 @@ def attack_html(f: Findings) -> str:
             for j, sc in f.scores.items()
         ),
     ]
+    if f.agent:
+        parts.append(f"<h2>Agent actions</h2><p>{esc(agent_line(f.agent))}</p>")
+        if f.agent.get("tool_calls"):
+            parts.append(
+                table(["tool", "calls"], [[k, v] for k, v in f.agent["tool_calls"].items()])
+            )
     pair = f.strategy_stats.get("pair")
     if pair:
         parts.append(f"<h2>PAIR</h2><p>{esc(pair_line(pair))}</p>")
@@ -508,6 +551,7 @@ def attack_markdown(f: Findings) -> str:
             if (pair := f.strategy_stats.get("pair"))
             else []
         ),
+        *([f"- agent: {md_escape(agent_line(f.agent))}"] if f.agent else []),
     ]
     if f.comparison:
         c = f.comparison

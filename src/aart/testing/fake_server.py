@@ -17,6 +17,11 @@ request at a time:
                                         does when another request interrupts it
     {"events": ["[1, 2]", ...]}         (streaming) send these data lines first, verbatim
     {"endless": true}                   (streaming) never finish the answer
+    {"tool_calls": [{"name": "send_email", "arguments": {...}}], "content": "..."}
+                                        answer with these tool calls (an agent acting), or,
+                                        when the conversation holds a call of one of these
+                                        tools already, with ``content`` alone (the agent
+                                        that acted reports)
 
 A request with ``"stream": true`` gets server-sent events: the headers at once, then the answer
 a few characters a chunk, and a usage chunk when ``stream_options.include_usage`` asks for one
@@ -203,6 +208,8 @@ class FakeOpenAIServer:
         content = action.get("content")
         if content is None:
             content = self._answer(req)
+        if action.get("tool_calls") and self._called(req, action["tool_calls"]):
+            action = {k: v for k, v in action.items() if k != "tool_calls"}
         usage = self._usage(req, content)
         if req.get("stream"):
             # the stream's headers go out at once, as real servers send them; the tokens come
@@ -227,13 +234,24 @@ class FakeOpenAIServer:
     def _action(self, req: dict[str, Any]) -> dict[str, Any]:
         """What to do with a chat request: the first rule its messages match, else the next
         scripted action, else a plain answer ({})."""
-        said = " ".join(str(m.get("content", "")) for m in req.get("messages", []))
+        said = " ".join(str(m.get("content") or "") for m in req.get("messages", []))
         ruled = [a for t, a in self.rules if t in said]
         return ruled[0] if ruled else self.script.popleft() if self.script else {}
 
     @staticmethod
+    def _called(req: dict[str, Any], calls: list[dict[str, Any]]) -> bool:
+        """Whether the conversation already holds a call of one of these tools (an agent
+        acts once, then reports)."""
+        names = {c.get("name") for c in calls}
+        for m in req.get("messages") or []:
+            for c in m.get("tool_calls") or []:
+                if (c.get("function") or {}).get("name") in names:
+                    return True
+        return False
+
+    @staticmethod
     def _usage(req: dict[str, Any], content: str) -> dict[str, int]:
-        prompt_chars = sum(len(m.get("content", "")) for m in req.get("messages", []))
+        prompt_chars = sum(len(m.get("content") or "") for m in req.get("messages", []))
         return {"prompt_tokens": prompt_chars // 4 + 1, "completion_tokens": len(content) // 4 + 1}
 
     # -- files and batches --------------------------------------------------------------------
@@ -347,17 +365,29 @@ class FakeOpenAIServer:
     def _completion(
         self, req: dict[str, Any], content: str, usage: dict[str, int], action: dict[str, Any]
     ) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        finish = action.get("finish_reason", "stop")
+        if action.get("tool_calls"):
+            message["content"] = action.get("content")
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{self.served}_{i}",
+                    "type": "function",
+                    "function": {
+                        "name": c["name"],
+                        "arguments": c["arguments"]
+                        if isinstance(c.get("arguments"), str)
+                        else json.dumps(c.get("arguments") or {}),
+                    },
+                }
+                for i, c in enumerate(action["tool_calls"])
+            ]
+            finish = "tool_calls"
         return {
             "id": f"chatcmpl-{self.served}",
             "object": "chat.completion",
             "model": req.get("model", "fake"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": action.get("finish_reason", "stop"),
-                }
-            ],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": usage,
         }
 
@@ -447,7 +477,7 @@ class FakeOpenAIServer:
             return synthesize(schema, prompt, seed_text)
         if rf.get("type") == "json_object":
             return json.dumps({"answer": "ok"})
-        return "fake answer to: " + (msgs[-1]["content"][:100] if msgs else "")
+        return "fake answer to: " + ((msgs[-1].get("content") or "")[:100] if msgs else "")
 
     @staticmethod
     def _send(

@@ -19,11 +19,16 @@ MODEL_ALIAS = "qwen"
 
 
 class LlamaServer:
-    def __init__(self, startup_timeout: float = 600.0, n_ctx: int = 4096) -> None:
+    def __init__(
+        self, startup_timeout: float = 600.0, n_ctx: int = 4096, chat_format: str | None = None
+    ) -> None:
         # generous: loading the model on a loaded machine is slow, not wrong; a server that
         # exits fails at once
         self.startup_timeout = startup_timeout
         self.n_ctx = n_ctx
+        #: llama-cpp-python's chat format (``chatml-function-calling`` parses tool calls);
+        #: None: the model's own template
+        self.chat_format = chat_format
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
 
@@ -34,6 +39,8 @@ class LlamaServer:
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path())]
         cmd += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(self.n_ctx)]
         cmd += ["--model_alias", MODEL_ALIAS]
+        if self.chat_format:
+            cmd += ["--chat_format", self.chat_format]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.url = f"http://127.0.0.1:{port}/v1"
         deadline = time.monotonic() + self.startup_timeout

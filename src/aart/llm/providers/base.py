@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ...errors import ConfigError, ProviderError
+from ...injection import ToolSpec
 from ..types import GenerateConfig, Message, RawResponse
 
 
@@ -83,6 +84,18 @@ class ModelAPI(ABC):
         self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
     ) -> RawResponse:
         """Run one completion."""
+
+    #: whether :meth:`complete_tools` is implemented (the target can be offered tools)
+    takes_tools: bool = False
+
+    async def complete_tools(
+        self, messages: list[Message], config: GenerateConfig, tools: tuple[ToolSpec, ...]
+    ) -> RawResponse:
+        """Run one completion offering ``tools``; the calls made are in ``tool_calls``."""
+        raise ConfigError(
+            f"{self.endpoint} cannot be offered tools; use an OpenAI-compatible model, the "
+            "embedded model, an HTTP target or a Python target"
+        )
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections or engines."""

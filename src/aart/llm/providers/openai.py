@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 
 from ...errors import ConfigError, EndpointDown, ProviderError, TransientError
+from ...injection import ToolSpec
 from ..deadline import within
 from ..endpoints import allowed, how_to_allow, refuse
 from ..http_status import (
@@ -31,6 +32,8 @@ from ..types import (
     Usage,
     answer_limit,
     estimate_tokens,
+    inline_calls,
+    parse_tool_calls,
 )
 from .base import ModelAPI, ModelOptions, register_provider
 
@@ -216,9 +219,13 @@ class OpenAIChatAPI(ModelAPI):
         return self._client
 
     def request_body(
-        self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
+        self,
+        messages: list[Message],
+        config: GenerateConfig,
+        schema: dict[str, Any] | None,
+        tools: tuple[ToolSpec, ...] = (),
     ) -> dict[str, Any]:
-        msgs = [{"role": m.role, "content": m.content} for m in messages]
+        msgs = [m.openai() for m in messages]
         body: dict[str, Any] = {
             "model": self.model,
             "messages": msgs,
@@ -229,6 +236,11 @@ class OpenAIChatAPI(ModelAPI):
             body["seed"] = config.seed
         if config.stop:
             body["stop"] = list(config.stop)
+        if tools:
+            body["tools"] = [t.openai() for t in tools]
+            # said, not left to the default: llama-cpp-python's function-calling format
+            # offers no tool without it
+            body["tool_choice"] = "auto"
         if schema is not None:
             if self.mode == "json_schema":
                 body["response_format"] = {
@@ -255,16 +267,40 @@ class OpenAIChatAPI(ModelAPI):
             raw.usage.prompt_tokens = await self._prompt_tokens(messages, raw.usage.prompt_tokens)
         return raw
 
+    takes_tools = True
+
+    async def complete_tools(
+        self, messages: list[Message], config: GenerateConfig, tools: tuple[ToolSpec, ...]
+    ) -> RawResponse:
+        """One completion offering ``tools``, not streamed: a stream spreads a call's
+        arguments over many deltas, and llama-cpp-python's server streams no tool call."""
+        _ACTIVE[self.base_url] = _ACTIVE.get(self.base_url, 0) + 1
+        try:
+            raw = await self._complete(messages, config, None, tools)
+        finally:
+            _ACTIVE[self.base_url] -= 1
+        if not raw.tool_calls:
+            # llama-cpp-python 0.3's chatml-function-calling answers a call it did not
+            # finish as the text "functions.<name>:": the call the model chose, kept
+            said, calls = inline_calls(raw.text, tools)
+            if calls:
+                raw.text, raw.tool_calls = said, calls
+        return raw
+
     async def _complete(
-        self, messages: list[Message], config: GenerateConfig, schema: dict[str, Any] | None
+        self,
+        messages: list[Message],
+        config: GenerateConfig,
+        schema: dict[str, Any] | None,
+        tools: tuple[ToolSpec, ...] = (),
     ) -> RawResponse:
         """One request. Deadlines: ``timeout`` until the first token arrives (time queued
         included: a queued request is not a stuck one), then ``idle_timeout`` between tokens,
         and ``max_seconds`` in all; without streaming, ``timeout`` for the whole answer."""
         url = f"{self.base_url}/chat/completions"
         while True:
-            body = self.request_body(messages, config, schema)
-            if self.options.stream:
+            body = self.request_body(messages, config, schema, tools)
+            if self.options.stream and not tools:
                 body["stream"] = True
                 body["stream_options"] = {"include_usage": True}
             start = time.monotonic()
@@ -520,11 +556,18 @@ class OpenAIChatAPI(ModelAPI):
         if not choices:
             raise TransientError(f"malformed response from {self.base_url}: no choices")
         choice = choices[0]
-        content = _text(choice.get("message"), "message", self.base_url)
+        message = choice.get("message")
+        content = _text(message, "message", self.base_url)
+        calls: list[Any] = []
+        if isinstance(message, dict):
+            calls = message.get("tool_calls") or []
+            if not calls and isinstance(message.get("function_call"), dict):
+                calls = [{"function": message["function_call"]}]  # the legacy field
         return RawResponse(
             text=content,
             usage=parse_usage(data.get("usage"), self.base_url),
             finish_reason=str(choice.get("finish_reason") or "stop"),
+            tool_calls=parse_tool_calls(calls),
         )
 
     def batch_api(self) -> Any:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from ...errors import ConfigError
 
 if TYPE_CHECKING:
+    from ...injection import InjectionCase
     from ...llm import Message, Model, ModelOutput
     from ..judges import Verdict
 
@@ -82,6 +83,10 @@ class AttackContext(Protocol):
     ) -> dict[str, Any]: ...
 
     def need_attacker(self) -> Model: ...
+
+    def injection(self, job: str) -> InjectionCase | None:
+        """The injection case ``job`` puts to the target (None: a plain prompt)."""
+        ...
 
 
 class StrategyKind(ABC):
