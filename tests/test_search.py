@@ -327,3 +327,16 @@ def test_a_recipe_that_verifies_by_llm_has_every_mutated_candidate_checked(
     asked = [q for q in fake_server.requests if q["model"] == "verifier"]
     assert r.queries == 4 and r.rejected == {"off-cell": len(asked)} and asked
     assert "stopped after" in r.warnings[0] and "off-cell" in r.warnings[0]
+
+
+def test_an_attacker_that_refuses_a_rewrite_costs_that_candidate_not_the_search(
+    dataset, tmp_path, fake_server
+):
+    # the attacker's content filter refuses every rewrite into one cell (a 400 that names
+    # it): those candidates are not made, every other cell's go on
+    blocked = {"error": {"message": "blocked by the content filter", "code": "content_filter"}}
+    fake_server.on_text("regions: south", {"status": 400, "body": blocked})
+    r = aart.search.search(dataset, out=tmp_path / "out", target="search_targets:word_app",
+                           attacker="openai/attacker", base_url=fake_server.base_url,
+                           budget=12)  # fmt: skip
+    assert r.finished and r.queries == 12 and r.rejected.get("attacker failed", 0) > 0

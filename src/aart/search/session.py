@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.load import load_dataset, read_rows
-from ..errors import AartError, EndpointDown, ProviderError, TargetError, UsageError
+from ..errors import EndpointDown, ProviderError, TargetError, UsageError
 from ..jobs.runner import run_pool
 from ..llm import BudgetExhausted, ModelOptions
 from ..llm.http_status import is_retryable
@@ -365,9 +365,11 @@ class SearchSession:
             )
             try:
                 prompt = await self.executor.ask(p.job, MUTATE_STEP, text, p.parent.prompt)
-            except (AartError, EndpointDown):
-                raise
             except ProviderError as e:
+                if isinstance(e, EndpointDown) or is_retryable(e.status) or e.status is None:
+                    raise  # down, or retries spent: the search stops, and a re-run retries
+                # the attacker's refusal of this request (a content filter, a 4xx): this
+                # candidate is not made, the search goes on
                 return self._store(p, {**rec, "rejected": f"attacker failed: {str(e)[:200]}"})
             if prompt.strip() == p.parent.prompt.strip():
                 return self._store(p, {**rec, "prompt": prompt, "rejected": "unchanged"})
