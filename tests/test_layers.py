@@ -21,6 +21,7 @@ LAYERS: list[tuple[tuple[str, ...], bool]] = [
     (("aart.__main__",), False),  # `python -m aart`
     (("aart.cli", "aart.testing"), False),
     (("aart.pipeline", "aart.api"), False),  # the facade (later aart.api)
+    (("aart.search",), False),  # the search for failures: attacks, judged, over the cells
     (("aart.review", "aart.report"), False),
     (("aart.redteam", "aart.steps", "aart.interop"), False),
     (("aart.evaluate",), False),

@@ -35,6 +35,9 @@ PUBLIC = {
         "compare_runs", "create_target", "write_regression_dataset",
     ],
     "aart.report": ["evaluation_html", "evaluation_markdown", "write_evaluation_report"],
+    "aart.search": [
+        "MUTATIONS", "Archive", "Elite", "SearchResult", "SearchSession", "SearchSpec", "search",
+    ],
     "aart.review": ["Review", "dataset_figures", "open_review", "verdict_figures"],
     "aart.testing": ["FakeOpenAIServer"],
     "aart.pipeline": [

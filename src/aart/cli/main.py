@@ -21,6 +21,7 @@ from .import_cmd import import_command
 from .recipes_cmd import init_command, recipes_command
 from .review_cmd import review_command
 from .run_cmd import run_command
+from .search_cmd import search_command
 from .steps_cmd import define_command, generate_command, scope_command
 from .topup_cmd import topup_command
 from .values_cmd import values_command
@@ -41,6 +42,7 @@ for command in (
     evaluate_command,
     attack_command,
     rejudge_command,
+    search_command,
     topup_command,
     values_command,
     baseline_command,

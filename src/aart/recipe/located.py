@@ -39,7 +39,10 @@ class LoadedRecipe:
 
     def identity(self) -> dict[str, Any]:
         """What the recipe asks for, without the settings that may change on resume."""
-        data = self.recipe.model_dump(mode="json", exclude={"sizes", "budget", "prices", "attack"})
+        # attack: and search: are read by `aart attack` and `aart search`; generation never
+        data = self.recipe.model_dump(
+            mode="json", exclude={"sizes", "budget", "prices", "attack", "search"}
+        )
         for key in OPERATIONAL_MODEL_KEYS:
             data["models"].pop(key, None)
         # only `aart attack` sends it; generation never sees it

@@ -523,6 +523,47 @@ class AttackSection(Strict):
         return specs
 
 
+class Search(Strict):
+    """`aart search`'s settings: a quality-diversity search for failures over the recipe's
+    cells (a MAP-Elites archive, Rainbow-Teaming style); a flag overrides each of them. The
+    target, judge, system prompt and prices are the ``attack:`` section's."""
+
+    #: ``--budget``: target queries the search may spend
+    budget: int | None = Field(None, ge=1)
+    #: ``--axes``: the dimensions that make the archive's cells (default: every axis the
+    #: dataset's prompts carry)
+    axes: list[str] = []
+    #: ``--strategies``: the attack strategy as one more axis (default: identity only); a
+    #: multi-query strategy (pair, crescendo) is a search of its own and is refused
+    strategies: list[str] = []
+    #: ``--pick``: uniform over the cells, or weighted towards the cells with no success yet
+    pick: Literal["uniform", "weighted"] | None = None
+    #: ``--mutations``: what the attacker may do to an elite (default: all)
+    mutations: list[Literal["rephrase", "persona", "hypothetical", "past-tense", "dataset"]] = []
+    #: ``--attacker``: the mutating model (default: attack.attacker)
+    attacker: str | None = None
+    #: ``--seed`` of the iteration order
+    seed: int | None = None
+    #: ``--parallel``: candidates per generation (run at once; fixed, so the order does not
+    #: depend on the machine)
+    parallel: int | None = Field(None, ge=1, le=256)
+
+    @field_validator("strategies")
+    @classmethod
+    def _known(cls, specs: list[str]) -> list[str]:
+        for spec in specs:
+            try:
+                name, _ = check_strategy(spec)
+            except Exception as e:  # a ConfigError: a located recipe error instead
+                raise ValueError(str(e)) from None
+            if name in ("pair", "crescendo"):
+                raise ValueError(
+                    f"{name} spends several target queries per prompt, a search of its own: "
+                    "leave it out of search.strategies (aart search --compare runs PAIR)"
+                )
+        return specs
+
+
 class Recipe(Strict):
     #: the recipe's name
     name: str
@@ -539,6 +580,8 @@ class Recipe(Strict):
     #: per ``provider/model``: US dollars per million tokens, to turn usage into cost
     prices: dict[str, PriceSpec] = {}
     attack: AttackSection = AttackSection()
+    #: `aart search`'s settings
+    search: Search = Search()
     #: overrides merged into the recipe by ``--size NAME`` (the built-ins have ``small``)
     sizes: dict[str, dict[str, Any]] = {}
 

@@ -114,9 +114,23 @@ class SchemaFakeAPI(ModelAPI):
         return RawResponse(text=text, usage=Usage(_tokens(prompt), _tokens(text)))
 
 
+def _has_array(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return False
+    if schema.get("type") == "array":
+        return True
+    return any(_has_array(v) for v in (schema.get("properties") or {}).values())
+
+
 def synthesize(schema: dict[str, Any], prompt: str, seed_text: str) -> str:
-    """A deterministic, schema-valid JSON answer to ``prompt``, faithful to its cells."""
-    return json.dumps(SchemaSynthesizer(seed_text, cell_contexts(prompt)).make(schema))
+    """A deterministic, schema-valid JSON answer to ``prompt``, faithful to its cells. A
+    prompt that names one cell and asks for one flat object (a rewrite by an attacker model
+    told which cell to stay in, as `aart search` asks) gets texts that mention that cell."""
+    contexts = cell_contexts(prompt)
+    synth = SchemaSynthesizer(seed_text, contexts)
+    if len(contexts) == 1 and schema.get("type") == "object" and not _has_array(schema):
+        return json.dumps(synth.make(schema, context=contexts[0]))
+    return json.dumps(synth.make(schema))
 
 
 Script = Any  # str | dict | list | BaseException | Callable[[list[Message], dict|None], Any]
