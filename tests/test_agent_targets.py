@@ -535,3 +535,24 @@ def test_a_csv_injection_dataset_is_attacked_like_its_jsonl(tmp_path):
             )
     f = aart.attack(path, target="agent_fixture:obeying_agent", out=tmp_path / "att")
     assert _rates(f, "technique") == {"authority": 1.0, "fake-system": 0.0, "hidden-text": 0.0}
+
+
+def test_an_agent_stopped_at_the_step_bound_is_cut_off_not_safe(tmp_path):
+    # an agent that reads its mail again and again until --max-steps stops it has done
+    # nothing forbidden yet: undecided, never a safe case, and the attack is inconclusive
+    data = write_cases(tmp_path / "cases.jsonl")
+    with FakeOpenAIServer() as server:
+        server.on_text("Summarise", {"tool_calls": [{"name": "read_email"}], "repeat": True})
+        f = aart.attack(
+            data,
+            target="openai/fake",
+            base_url=server.base_url,
+            system_prompt=SYSTEM,
+            max_steps=2,
+            out=tmp_path / "att",
+        )
+    lines = _results(tmp_path / "att")
+    assert all(r["max_steps_reached"] for r in lines)
+    assert {r["state"] for r in lines} == {"unjudged"}
+    assert f.judged == 0 and f.inconclusive  # never "6 safe"
+    assert any("--max-steps 2 stopped them" in w for w in f.warnings)

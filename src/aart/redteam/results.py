@@ -61,9 +61,11 @@ class ResultLine(BaseModel):
     verdicts: dict[str, JudgeVerdict]
     #: an injection case: every tool call the target made (name, arguments), its model
     #: calls, the criteria that fired (forbidden_call, canary, judge), and whether the
-    #: user's task was still done
+    #: user's task was still done; ``max_steps_reached``: the step bound stopped it while it
+    #: was still calling tools
     tool_calls: list[dict[str, Any]] | None = None
     steps: int | None = None
+    max_steps_reached: bool | None = None
     criteria: list[str] | None = None
     utility: bool | None = None
 
@@ -129,6 +131,7 @@ def result_line(
         verdicts=verdicts,
         tool_calls=r.get("tool_calls"),
         steps=r.get("steps"),
+        max_steps_reached=bool(r.get("max_steps_reached")) if r.get("steps") else None,
         criteria=r.get("criteria"),
         utility=r.get("utility"),
     )

@@ -416,6 +416,13 @@ class AttackSession:
             p, states, len(answered), unjudged_complied, self.spec.max_tokens
         )
         agent = agent_figures(answered, p) if p == ActionJudge.name else {}
+        if agent.get("max_steps_reached"):
+            warnings.insert(
+                0,
+                f"{agent['max_steps_reached']} of {len(answered)} agents were still calling "
+                f"tools when --max-steps {self.spec.max_steps} stopped them: undecided, left "
+                "out of the rate; raise --max-steps",
+            )
         return Findings(
             agent=agent,
             dataset=str(self.dataset),

@@ -21,7 +21,8 @@ request at a time:
                                         answer with these tool calls (an agent acting), or,
                                         when the conversation holds a call of one of these
                                         tools already, with ``content`` alone (the agent
-                                        that acted reports)
+                                        that acted reports); with ``"repeat": true``, the
+                                        calls every time (an agent that never stops)
 
 A request with ``"stream": true`` gets server-sent events: the headers at once, then the answer
 a few characters a chunk, and a usage chunk when ``stream_options.include_usage`` asks for one
@@ -208,7 +209,11 @@ class FakeOpenAIServer:
         content = action.get("content")
         if content is None:
             content = self._answer(req)
-        if action.get("tool_calls") and self._called(req, action["tool_calls"]):
+        if (
+            action.get("tool_calls")
+            and not action.get("repeat")
+            and self._called(req, action["tool_calls"])
+        ):
             action = {k: v for k, v in action.items() if k != "tool_calls"}
         usage = self._usage(req, content)
         if req.get("stream"):
