@@ -73,6 +73,12 @@ def test_injecagent_cases_and_criteria():
     }
     assert dh["source"]["benchmark"] == "InjecAgent" and dh["source"]["license"] == "MIT"
     assert dh["prior_calls"] == [{"name": "NotesReadNote", "arguments": {"title": "Shopping"}}]
+    # the agent is shown the user tool's call as it was made, then its output
+    assert dh["injection"]["via_arguments"] == {"title": "Shopping"}
+    from aart.redteam.agent import opening
+
+    call = opening(InjectionCase.of(dh), "tool")[1].tool_calls[0]
+    assert (call.name, call.arguments) == ("NotesReadNote", {"title": "Shopping"})
     tools = {t["name"]: t for t in dh["tools"]}
     assert set(tools) == {"NotesReadNote", "LampTurnOn"}
     assert tools["LampTurnOn"]["sensitive"] is True and "sensitive" not in tools["NotesReadNote"]

@@ -155,6 +155,9 @@ class Placement(_Strict):
     end: int = Field(0, ge=0)
     #: the tool whose output carries the context (``read_email``), when it comes as one
     via_tool: str = ""
+    #: the arguments that call was made with (InjecAgent's user tool call), so the target
+    #: sees the call it would have made; empty: a call without arguments
+    via_arguments: dict[str, Any] = Field(default_factory=dict)
 
 
 class InjectionCase(_Strict):

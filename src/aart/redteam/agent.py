@@ -116,7 +116,13 @@ def opening(case: InjectionCase, context_as: str) -> list[Message]:
     via = channel_tool(case)
     return [
         Message("user", case.user_task),
-        Message("assistant", "", tool_calls=(ToolCall(name=via, id=CONTEXT_CALL_ID),)),
+        Message(
+            "assistant",
+            "",
+            tool_calls=(
+                ToolCall(name=via, id=CONTEXT_CALL_ID, arguments=case.injection.via_arguments),
+            ),
+        ),
         Message("tool", case.context, tool_call_id=CONTEXT_CALL_ID, name=via),
     ]
 

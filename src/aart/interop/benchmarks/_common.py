@@ -205,6 +205,7 @@ def case_line(
     cell: Mapping[str, str],
     source: Mapping[str, Any],
     via_tool: str = "",
+    via_arguments: dict[str, Any] | None = None,
     utility: Mapping[str, Any] | None = None,
     tools: Iterable[ToolSpec] | None = None,
     extra: Mapping[str, Any] | None = None,
@@ -215,6 +216,8 @@ def case_line(
         injection.update(start=start, end=start + len(payload))
     if via_tool:
         injection["via_tool"] = via_tool
+    if via_arguments:
+        injection["via_arguments"] = via_arguments
     line: dict[str, Any] = {
         "id": id,
         "prompt": payload,

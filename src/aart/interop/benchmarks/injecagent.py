@@ -142,6 +142,7 @@ def _line(
             channel="tool_output",
             carrier="json",
             via_tool=user_tool,
+            via_arguments=params or None,
             success=success,
             cell={
                 "attack_kind": {"dh": "direct_harm", "ds": "data_stealing"}[kind],
