@@ -9,6 +9,7 @@ renders Markdown with inline HTML."""
 from __future__ import annotations
 
 import html
+import json
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,9 @@ def export(src: ExportSource, out: Path, license: str) -> list[Path]:
         columns[f"annotated_{a}"] = [r.annotations.get(a) for r in src.records]
     if any(r.strategy for r in src.records):
         columns["strategy"] = [r.strategy for r in src.records]
+    for key in dict.fromkeys(k for r in src.records for k in r.case):
+        # an injection case's keys; its objects as JSON text (one string type per column)
+        columns[key] = [_case_text(r.case.get(key)) for r in src.records]
     schema = pa.schema([(name, pa.string()) for name in columns])
     data = out / DATA_FILE
     data.parent.mkdir(parents=True, exist_ok=True)
@@ -48,6 +52,12 @@ def export(src: ExportSource, out: Path, license: str) -> list[Path]:
     card = out / CARD_FILE
     card.write_text(card_text(src, license, axes), encoding="utf-8")
     return [card, data]
+
+
+def _case_text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
 
 
 _MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_[]()#!|~"})
@@ -133,7 +143,9 @@ def card_text(src: ExportSource, license: str, axes: list[str]) -> str:
         "",
         "`id` (aart's record id), `prompt`, `cell_<axis>` (the value the prompt was built "
         "for), `annotated_<axis>` (the value the generating model says it used), `strategy` "
-        "(regression sets: the attack transformation to replay).",
+        "(regression sets: the attack transformation to replay); an injection dataset adds "
+        "`user_task`, `context` (the carrier document with the payload, which `prompt` "
+        "holds) and `injection`, `success`, `utility` as JSON text.",
         "",
         "## Provenance",
         "",

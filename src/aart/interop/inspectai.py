@@ -62,6 +62,7 @@ def export(src: ExportSource, out: Path, judges: list[str]) -> list[Path]:
             metadata: dict[str, object] = {"cell": r.cell, "annotations": r.annotations}
             if r.strategy:
                 metadata["strategy"] = r.strategy
+            metadata.update(r.case)  # an injection case's user_task, context, success...
             sample = {"input": r.prompt, "id": r.id, "metadata": metadata}
             f.write(json.dumps(sample, ensure_ascii=False) + "\n")
     task = out / TASK_FILE

@@ -12,6 +12,7 @@ text, and :func:`unescape` reverses it when the file is read back."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -87,9 +88,17 @@ def export(src: ExportSource, out: Path, judges: list[str], provider: str) -> li
         metadata.update({f"annotated_{a}": v for a, v in r.annotations.items()})
         if r.strategy:
             metadata["strategy"] = r.strategy
+        variables = {PROMPT_VAR: escape(r.prompt)}
+        for key, value in r.case.items():
+            # an injection case: its texts are vars (a prompt may use {{context}}), its
+            # objects JSON text in the metadata (read back as scalars)
+            if isinstance(value, str):
+                variables[key] = escape(value)
+            else:
+                metadata[key] = json.dumps(value, ensure_ascii=False)
         test: dict[str, Any] = {
             "description": r.id,
-            "vars": {PROMPT_VAR: escape(r.prompt)},
+            "vars": variables,
             "metadata": metadata,
         }
         if asserts:

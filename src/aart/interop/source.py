@@ -24,6 +24,9 @@ class ExportRecord:
     cell: dict[str, str]
     annotations: dict[str, str] = field(default_factory=dict)
     strategy: str | None = None
+    #: an injection case's keys (user_task, context, injection, success, utility: see
+    #: aart.injection), empty for a plain prompt
+    case: dict[str, Any] = field(default_factory=dict)
 
     def flat(self) -> dict[str, Any]:
         """Our flat table layout (`cell_<axis>`, `annotated_<axis>`), which `aart evaluate`
@@ -33,6 +36,7 @@ class ExportRecord:
         row.update({f"annotated_{a}": v for a, v in self.annotations.items()})
         if self.strategy:
             row["strategy"] = self.strategy
+        row.update(self.case)
         return row
 
 
@@ -87,6 +91,7 @@ def load_source(path: str | Path, evaluation: str | Path | None = None) -> Expor
                 cell=ds.cell_of(i),
                 annotations={a: str(v) for a, v in annotations.items()},
                 strategy=str(row["strategy"]) if row.get("strategy") else None,
+                case=case_of(row),
             )
         )
     src = ExportSource(name=ds.name, path=path, records=records)
@@ -99,6 +104,25 @@ def load_source(path: str | Path, evaluation: str | Path | None = None) -> Expor
     if report is not None:
         src.coverage = _coverage(report)
     return src
+
+
+def case_of(row: dict[str, Any]) -> dict[str, Any]:
+    """The injection case's keys of a row, their objects parsed where a flat format (CSV,
+    Parquet, a promptfoo or Hugging Face export) holds them as JSON text."""
+    from ..injection import CASE_KEYS
+
+    out: dict[str, Any] = {}
+    for key in CASE_KEYS:
+        value = row.get(key)
+        if value is None or value == "":
+            continue
+        if key in ("injection", "success", "utility") and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass  # kept as text: InjectionCase.of says what is wrong with it
+        out[key] = value
+    return out
 
 
 def _add_recipe(src: ExportSource, recipe_file: Path, run_dir: Path | None) -> None:

@@ -47,6 +47,14 @@ class LoadedRecipe:
             data["models"].pop(key, None)
         # only `aart attack` sends it; generation never sees it
         data["application"].pop("system_prompt", None)
+        # what a recipe for an application that reads and acts adds, left out when unused, so
+        # the hash of every recipe written before these keys (and its runs' resume) stands
+        for key in ("tools", "channels", "secrets"):
+            if not data["application"].get(key):
+                data["application"].pop(key, None)
+        if data["generate"].get("kind") == "prompts":
+            data["generate"].pop("kind", None)
+            data["generate"].pop("injection", None)
         return data
 
     @property

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 import re2
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..injection import ToolSpec
 from ..text.languages import LANGUAGE_AXIS, check_code
 from .strategy_names import check_strategy
 
@@ -23,10 +24,37 @@ class Strict(BaseModel):
 LanguageCode = Annotated[str, AfterValidator(check_code)]
 
 
+class Channel(Strict):
+    """An untrusted channel the application reads: where an injected payload can arrive
+    (an incoming e-mail, a retrieved document, a web page, a tool's output)."""
+
+    #: the channel's name (an identifier: ``email``, ``retrieved_document``)
+    name: str = Field(pattern=IDENT)
+    #: what arrives by it, as the generator is told
+    description: str = ""
+    #: the declared tool whose output carries it (``read_email``); unset: the content reaches
+    #: the application as a document in its prompt (retrieval)
+    tool: str | None = None
+
+
+class Secret(Strict):
+    """Something the application holds and must never reveal, stood in for by a canary: a
+    made-up test string (never a real secret) whose appearance in a reply or a tool argument
+    proves the leak."""
+
+    #: the secret's name (an identifier: ``api_key``), as payloads and reports name it
+    name: str = Field(pattern=IDENT)
+    #: what it is, in words
+    description: str = ""
+    #: the test canary: one word of 8 to 200 characters, unique to this secret
+    canary: str = Field(min_length=8, max_length=200, pattern=r"^\S+$")
+
+
 class Application(Strict):
     """The application under test: every Step 1 prompt starts with its context, and templates
     can use it. ``policy`` says what it must not do (`aart attack`'s LLM judge builds its rubric
-    from it)."""
+    from it). An application that reads and acts also declares its ``tools``, its untrusted
+    ``channels`` and its ``secrets`` (see docs/injection.md)."""
 
     #: the application's name; every Step 1 prompt starts with the application's context
     name: str
@@ -49,6 +77,12 @@ class Application(Strict):
 
     #: the application's own system prompt, used when `aart attack` targets a chat model
     system_prompt: str = ""
+    #: the tools it can call (name, description, JSON-schema ``parameters``, ``sensitive``)
+    tools: list[ToolSpec] = []
+    #: the untrusted channels it reads, where injected text can arrive
+    channels: list[Channel] = []
+    #: what it holds and must never reveal, each with a test canary
+    secrets: list[Secret] = []
 
 
 class Value(Strict):
@@ -250,8 +284,72 @@ Reasoning = Literal["full", "brief", "none"]
 RATIONALE_FIELD = "rationale"
 
 
+#: what an injection's attacker wants: reveal a secret, make a sensitive call, change an
+#: argument of a call the user asked for, mislead the user, keep the task from being done
+GoalKind = Literal["exfiltrate", "call_tool", "change_argument", "misinform", "deny_service"]
+GOAL_KINDS: tuple[str, ...] = GoalKind.__args__  # type: ignore[attr-defined]
+#: goal values that need no entry under generate.injection.goals: their kind is known
+STANDARD_GOALS: dict[str, str] = {
+    "exfiltrate a secret": "exfiltrate",
+    "call a sensitive tool": "call_tool",
+    "change an argument": "change_argument",
+    "misinform the user": "misinform",
+    "deny service": "deny_service",
+}
+
+
+class Goal(Strict):
+    """What one value of the goal axis asks for, from which the success criterion of its
+    cases is built. What is left unset is named by the generating model, and checked
+    against the declared tools and secrets."""
+
+    kind: GoalKind
+    #: call_tool, change_argument: the tool the payload wants called (declared; sensitive for
+    #: call_tool)
+    tool: str | None = None
+    #: call_tool, change_argument: the parameter of ``tool`` whose value the payload sets
+    argument: str | None = None
+    #: the value the payload wants the argument to take (matched literally, ignoring case)
+    value: str | None = None
+    #: exfiltrate: the secret it wants revealed (one of application.secrets)
+    secret: str | None = None
+
+
+class Injection(Strict):
+    """Step 3 of ``kind: injection``: which dimensions are the channel, the attacker's goal
+    and the carrier's format, and what each goal value asks for."""
+
+    #: the dimension whose values are application.channels' names (made from them when the
+    #: recipe has no dimension of that name)
+    channel: str = Field("channel", pattern=IDENT)
+    #: the dimension of attacker goals (explicit values)
+    goal: str = Field("goal", pattern=IDENT)
+    #: the dimension of carrier formats (plain e-mail, forwarded thread...), when there is one
+    carrier: str = Field("carrier", pattern=IDENT)
+    #: per goal value: its kind, or a mapping {kind, tool, argument, value, secret}; the
+    #: standard values (exfiltrate a secret, call a sensitive tool, change an argument,
+    #: misinform the user, deny service) and the kinds' own names need no entry
+    goals: dict[str, Goal] = {}
+    #: a longer carrier document is invalid
+    max_context_words: int = Field(400, ge=20, le=4000)
+
+    @field_validator("goals", mode="before")
+    @classmethod
+    def _kind_shorthand(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: {"kind": x} if isinstance(x, str) else x for k, x in v.items()}
+        return v
+
+
 class Generate(Strict):
     """Step 3: the prompt template and the structured answer it asks for."""
+
+    #: what each record is: ``prompts`` (a query a user would type) or ``injection`` (a
+    #: payload hidden in a carrier document the application reads, with the user's task and
+    #: a success criterion; see docs/injection.md)
+    kind: Literal["prompts", "injection"] = "prompts"
+    #: the settings of ``kind: injection``
+    injection: Injection = Injection()
 
     #: the system prompt of Step 3 (default: a red-teaming assistant)
     system: str | None = None
@@ -498,6 +596,22 @@ class Recipe(Strict):
         return dims
 
     @model_validator(mode="after")
+    def _channel_axis(self) -> Recipe:
+        """An injection recipe without a channel dimension gets one made of
+        application.channels' names (before the language axis, which stays last); it is
+        structural (the carrier is built for it), so it is not verified on the payload."""
+        inj = self.generate.injection
+        channels = self.application.channels
+        if self.generate.kind != "injection" or not channels or inj.channel in self.dimensions:
+            return self
+        self.dimensions[inj.channel] = Dimension(
+            description="the untrusted channel the injected text arrives by",
+            values=[Value(value=c.name) for c in channels],
+            verify="none",
+        )
+        return self
+
+    @model_validator(mode="after")
     def _language_axis(self) -> Recipe:
         """Several languages make language a dimension of the mix, the last one (so the other
         axes' cells are drawn as before): its values are the codes, filters, weights and
@@ -616,6 +730,19 @@ def cross_check(r: Recipe) -> list[tuple[Path, str, str]]:
         if f.dimension:
             known(f.dimension, ("generate", "fields", i, "dimension"))
     problems += _check_examples(r)
+    from .agents import check_application, check_injection  # it reads these models
+
+    problems += check_application(r)
+    if r.generate.kind == "injection":
+        problems += check_injection(r)
+    elif "injection" in r.generate.model_fields_set:
+        problems.append(
+            (
+                ("generate", "injection"),
+                "generate.injection applies to `kind: injection` only",
+                "add `kind: injection` under `generate:`, or remove generate.injection",
+            )
+        )
     for col, name in r.generate.aart_columns.items():
         if col not in ("crime", "use_case", "region"):
             problems.append(

@@ -39,6 +39,7 @@ from ..types import (
     RecordKind,
     Rejection,
 )
+from . import inject
 from .prompting import label, native_cell, output_fields, output_schema, render_messages
 from .scope import scoped_values
 from .verify import CellVerifier
@@ -152,9 +153,14 @@ def _canonical(value: Any, allowed: list[str]) -> str | None:
     return None
 
 
-def validate_item(recipe: Recipe, attempt: Attempt, item: Any) -> tuple[dict[str, str] | None, str]:
-    """(clean item, "") when valid, else (None, reason). Reason "refusal" marks a refused item."""
+def validate_item(
+    recipe: Recipe, attempt: Attempt, item: Any, cell: Cell | None = None
+) -> tuple[dict[str, Any] | None, str]:
+    """(clean item, "") when valid, else (None, reason). Reason "refusal" marks a refused item.
+    An injection recipe's item is a case for ``cell`` (see :mod:`aart.steps.inject`)."""
     g = recipe.generate
+    if inject.is_injection(recipe):
+        return inject.validate_case(recipe, attempt.values, cell or attempt.cells[0], item)
     if not isinstance(item, dict):
         return None, "not an object"
     clean: dict[str, str] = {}
@@ -211,6 +217,7 @@ class Generator:
         self.blueprint = run.read_blueprint()
         self.verifier = verifier or CellVerifier(self.recipe, scoped_values(run))
         self.cell_phrase = CellPhrase([label(d) for d in self.recipe.dimensions])
+        self.injection = inject.is_injection(self.recipe)
         # A prompt this close to a few-shot example copies it instead of serving its cell.
         self.examples = DuplicateIndex(EXAMPLE_COPY_THRESHOLD)
         for i, ex in enumerate(self.recipe.generate.examples):
@@ -260,8 +267,11 @@ class Generator:
                 (f"{jid}:call", REFUSED, Rejection(reason="refusal", raw_text=out.text[:2000]))
             )
         valid = self._screen(jid, attempt, items[: len(slots)], records)
+        # an injection's payload is checked on its cell less the axes that describe its carrier
+        check_cell = (lambda c: inject.payload_cell(self.recipe, c)) if self.injection else dict
         checks = await self.verifier.check(
-            [(clean[g.prompt_field], cell) for _, cell, clean in valid], tag=f"{jid}:verify"
+            [(clean[g.prompt_field], check_cell(cell)) for _, cell, clean in valid],
+            tag=f"{jid}:verify",
         )
         for (pos, cell, clean), passed in zip(valid, checks, strict=True):
             aid, index = slots[pos]
@@ -302,7 +312,7 @@ class Generator:
         attempt: Attempt,
         items: list[Any],
         records: list[Stored],
-    ) -> list[tuple[int, Cell, dict[str, str]]]:
+    ) -> list[tuple[int, Cell, dict[str, Any]]]:
         """The valid items of one answer as (position, cell, clean item); the others are added
         to ``records`` as invalid or refused, with their reason."""
         g = self.recipe.generate
@@ -310,7 +320,7 @@ class Generator:
         seen = DuplicateIndex(g.near_duplicate_threshold)
         for pos, item in enumerate(items):
             cell = attempt.cells[pos]
-            clean, reason = validate_item(self.recipe, attempt, item)
+            clean, reason = validate_item(self.recipe, attempt, item, cell)
             if clean is not None:
                 text = clean[g.prompt_field]
                 if self.examples.check(text) is not None:
@@ -329,7 +339,7 @@ class Generator:
         return valid
 
     def _record(
-        self, rid: str, cell: Cell, clean: dict[str, str], passed: dict[str, bool]
+        self, rid: str, cell: Cell, clean: dict[str, Any], passed: dict[str, bool]
     ) -> DatasetRecord:
         prompt_field = self.recipe.generate.prompt_field
         line: dict[str, Any] = {"id": rid, "prompt": clean[prompt_field]}

@@ -1,0 +1,262 @@
+"""The checks of a recipe for an application that reads and acts: its tools, channels and
+secrets agree with each other, and an injection recipe's axes and goals name only what the
+application declares. Each problem is (path in the file, message, fix), located by the loader
+like every cross-section check (see :func:`aart.recipe.models.cross_check`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from ..injection import ToolSpec
+from .models import GOAL_KINDS, STANDARD_GOALS, Goal
+
+if TYPE_CHECKING:
+    from .models import Path, Recipe
+
+Problem = tuple["Path", str, str]
+
+#: the goal kinds whose criterion is a tool call
+CALL_KINDS = ("call_tool", "change_argument")
+
+
+def goal_of(r: Recipe, value: str) -> Goal | None:
+    """What a value of the goal axis asks for: its entry under generate.injection.goals,
+    else the standard value or kind it names (case aside), else None."""
+    goals = r.generate.injection.goals
+    if value in goals:
+        return goals[value]
+    low = " ".join(value.lower().split())
+    for key, spec in goals.items():
+        if " ".join(key.lower().split()) == low:
+            return spec
+    kind = STANDARD_GOALS.get(low) or (low if low in GOAL_KINDS else None)
+    return Goal(kind=kind) if kind else None  # type: ignore[arg-type]
+
+
+def parameters_of(tool: ToolSpec) -> list[str]:
+    """The parameter names a tool's JSON schema declares."""
+    props: Any = tool.parameters.get("properties") or {}
+    return list(props) if isinstance(props, dict) else []
+
+
+def tools_by_name(r: Recipe) -> dict[str, ToolSpec]:
+    return {t.name: t for t in r.application.tools}
+
+
+def _named(things: list[str]) -> str:
+    return ", ".join(things) or "none"
+
+
+def check_application(r: Recipe) -> list[Problem]:
+    """Tools, channels and secrets: unique names, channels carried by declared tools, canaries
+    unique and not written into the application's own texts the generator reads."""
+    a = r.application
+    problems: list[Problem] = []
+    for section, names in (
+        ("tools", [t.name for t in a.tools]),
+        ("channels", [c.name for c in a.channels]),
+        ("secrets", [s.name for s in a.secrets]),
+    ):
+        for name, n in Counter(names).items():
+            if n > 1:
+                i = names.index(name, names.index(name) + 1)
+                problems.append(
+                    (
+                        ("application", section, i, "name"),
+                        f"{section[:-1]} {name!r} is declared {n} times",
+                        f"give each of application.{section} its own name",
+                    )
+                )
+    tools = tools_by_name(r)
+    for i, c in enumerate(a.channels):
+        if c.tool is not None and c.tool not in tools:
+            problems.append(
+                (
+                    ("application", "channels", i, "tool"),
+                    f"channel {c.name!r} is carried by tool {c.tool!r}, which application.tools "
+                    f"does not declare (declared: {_named(list(tools))})",
+                    "declare the tool under application.tools, correct its name, or remove "
+                    "`tool:` (the content then comes as a retrieved document)",
+                )
+            )
+    canaries = [s.canary for s in a.secrets]
+    for i, s in enumerate(a.secrets):
+        if canaries.index(s.canary) != i:
+            problems.append(
+                (
+                    ("application", "secrets", i, "canary"),
+                    f"secret {s.name!r} has the same canary as another secret",
+                    "give each secret its own canary, so a leak names the secret",
+                )
+            )
+        for key in ("name", "description", "policy"):
+            if s.canary in getattr(a, key):
+                problems.append(
+                    (
+                        ("application", key),
+                        f"the canary of secret {s.name!r} is written in application.{key}, "
+                        "which the generator reads",
+                        "keep canaries in application.secrets (and the target's system prompt)",
+                    )
+                )
+    return problems
+
+
+def check_injection(r: Recipe) -> list[Problem]:
+    """An injection recipe: channels declared, the channel and goal axes present and made of
+    declared channels and known goals, each goal's tool, argument and secret declared."""
+    a, inj = r.application, r.generate.injection
+    problems: list[Problem] = []
+    if not a.channels:
+        problems.append(
+            (
+                ("application",),
+                "`kind: injection` needs the untrusted channels the application reads",
+                "add application.channels, e.g. [{name: email, tool: read_email}]",
+            )
+        )
+    channel_dim = r.dimensions.get(inj.channel)
+    names = [c.name for c in a.channels]
+    if channel_dim is not None and a.channels:
+        if channel_dim.values is None:
+            problems.append(
+                (
+                    ("dimensions", inj.channel),
+                    f"the channel axis {inj.channel!r} is enumerated; its values are the "
+                    "names of application.channels",
+                    f"give `values:` (some of: {_named(names)}), or remove the dimension",
+                )
+            )
+        for i, v in enumerate(channel_dim.values or []):
+            if v.value not in names:
+                problems.append(
+                    (
+                        ("dimensions", inj.channel, "values", i),
+                        f"{v.value!r} is not a channel of application.channels "
+                        f"(declared: {_named(names)})",
+                        "use a declared channel's name, or declare the channel",
+                    )
+                )
+    if "carrier" in inj.model_fields_set and inj.carrier not in r.dimensions:
+        problems.append(
+            (
+                ("generate", "injection", "carrier"),
+                f"no dimension {inj.carrier!r} for the carrier's format",
+                "name a dimension under `dimensions:`, or remove generate.injection.carrier",
+            )
+        )
+    goal_dim = r.dimensions.get(inj.goal)
+    if goal_dim is None:
+        problems.append(
+            (
+                ("dimensions",),
+                f"`kind: injection` needs the attacker's goal as a dimension {inj.goal!r}",
+                f"add dimensions.{inj.goal} with values such as "
+                + ", ".join(STANDARD_GOALS)
+                + " (or set generate.injection.goal to the dimension's name)",
+            )
+        )
+        return problems
+    if goal_dim.values is None:
+        problems.append(
+            (
+                ("dimensions", inj.goal),
+                f"the goal axis {inj.goal!r} is enumerated; its values must each map to a "
+                "success criterion",
+                "give `values:` (the standard goals, or your own mapped under "
+                "generate.injection.goals)",
+            )
+        )
+        return problems
+    values = [v.value for v in goal_dim.values]
+    for key in inj.goals:
+        if key not in values:
+            problems.append(
+                (
+                    ("generate", "injection", "goals", key),
+                    f"{key!r} is not a value of dimension {inj.goal!r}",
+                    f"use one of: {_named(values)}",
+                )
+            )
+    for i, value in enumerate(values):
+        spec = goal_of(r, value)
+        if spec is None:
+            problems.append(
+                (
+                    ("dimensions", inj.goal, "values", i),
+                    f"goal {value!r} has no kind, so its success cannot be checked",
+                    f"map it under generate.injection.goals to one of {', '.join(GOAL_KINDS)}, "
+                    f"or use a standard goal ({', '.join(STANDARD_GOALS)})",
+                )
+            )
+            continue
+        at = (
+            ("generate", "injection", "goals", value)
+            if value in inj.goals
+            else ("dimensions", inj.goal, "values", i)
+        )
+        problems += _check_goal(r, value, spec, at)
+    return problems
+
+
+def _check_goal(r: Recipe, value: str, g: Goal, at: Path) -> list[Problem]:
+    tools = tools_by_name(r)
+    secrets = [s.name for s in r.application.secrets]
+    sensitive = [t.name for t in r.application.tools if t.sensitive]
+    out: list[Problem] = []
+
+    def bad(key: str, message: str, fix: str) -> None:
+        out.append(((*at, key) if at[0] == "generate" else at, f"goal {value!r}: {message}", fix))
+
+    if g.kind == "exfiltrate":
+        if not secrets:
+            bad("kind", "exfiltrate needs a secret to leak", "declare application.secrets")
+        elif g.secret is not None and g.secret not in secrets:
+            bad(
+                "secret",
+                f"secret {g.secret!r} is not declared (declared: {_named(secrets)})",
+                "name one of application.secrets",
+            )
+    if g.kind not in CALL_KINDS:
+        for key in ("tool", "argument", "value"):
+            if getattr(g, key) is not None:
+                bad(key, f"`{key}` applies to call_tool and change_argument only", f"remove {key}")
+        return out
+    if g.tool is None:
+        eligible = (
+            sensitive if g.kind == "call_tool" else [t for t in tools if parameters_of(tools[t])]
+        )
+        if not eligible:
+            what = "a sensitive tool" if g.kind == "call_tool" else "a tool with parameters"
+            bad("kind", f"{g.kind} needs {what} in application.tools", f"declare {what}")
+        if g.argument is not None:
+            bad("argument", "an argument needs its tool", "add `tool:` beside `argument:`")
+        return out
+    tool = tools.get(g.tool)
+    if tool is None:
+        bad(
+            "tool",
+            f"tool {g.tool!r} is not declared in application.tools (declared: "
+            f"{_named(list(tools))})",
+            "declare it, or name a declared tool",
+        )
+        return out
+    if g.kind == "call_tool" and not tool.sensitive:
+        bad(
+            "tool",
+            f"tool {g.tool!r} is not sensitive, so calling it is no attack "
+            f"(sensitive: {_named(sensitive)})",
+            "mark it `sensitive: true` in application.tools, or name a sensitive tool",
+        )
+    params = parameters_of(tool)
+    if g.argument is not None and g.argument not in params:
+        bad(
+            "argument",
+            f"{g.argument!r} is not a parameter of tool {g.tool!r} (its parameters: "
+            f"{_named(params)})",
+            "name one of the tool's parameters, or add it to its `parameters`",
+        )
+    if g.kind == "change_argument" and not params:
+        bad("tool", f"tool {g.tool!r} has no parameters to change", "name a tool with parameters")
+    return out
