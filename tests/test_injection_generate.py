@@ -16,7 +16,7 @@ from aart.errors import RecipeError
 from aart.injection import CASE_KEYS, InjectionCase
 from aart.llm import register_script
 from aart.recipe import load_recipe
-from aart.steps.inject import MARKER, place
+from aart.steps.inject import MARKER, place, validate_case
 
 # A small application with tools, two channels and a secret; fake model, explicit values only.
 INJ_RECIPE = """\
@@ -432,6 +432,10 @@ def test_the_built_in_injection_recipes_plan_without_showing_their_canary(name):
         assert est["attempts"] >= 4
     r = load_recipe(name).recipe
     assert r.generate.kind == "injection" and r.application.secrets
+    for ex in r.generate.examples:  # its few-shot examples are valid cases themselves
+        values = {k: [v] for k, v in ex["cell"].items()}
+        clean, why = validate_case(r, values, ex["cell"], ex)
+        assert clean is not None, why
     values = {n: [v.value for v in d.values or []] for n, d in r.dimensions.items()}
     for attempt in build_blueprint(r, values):
         text = "\n".join(m.content for m in render_messages(r, attempt))
