@@ -127,3 +127,29 @@ def test_a_plain_datasets_search_never_draws_an_injection_mutation(tmp_path, fak
     finally:
         db.close()
     assert drawn and not drawn & set(INJECTION_MUTATIONS)
+
+
+def test_an_injection_search_taken_further_resumes_to_the_same_archive(tmp_path, fake_server):
+    """Resume is unchanged: a search stopped at 30 queries and taken on to 60 ends with the
+    archive of one search at 60, and pays no answered call twice."""
+    import sqlite3
+
+    data = cases(tmp_path / "cases.jsonl")
+
+    def run(out: Path, budget: int) -> None:
+        aart.search.search(data, out=out, target="search_targets:system_obeying_agent",
+                           attacker="openai/attacker", base_url=fake_server.base_url,
+                           budget=budget, pick="weighted")  # fmt: skip
+
+    run(tmp_path / "ref", 60)
+    run(tmp_path / "two", 30)
+    run(tmp_path / "two", 60)
+    ref = (tmp_path / "ref" / "archive.jsonl").read_text()
+    assert (tmp_path / "two" / "archive.jsonl").read_text() == ref
+    con = sqlite3.connect(tmp_path / "two" / "run.db")
+    repeated = con.execute(
+        "SELECT cache_key, COUNT(*) FROM calls WHERE cache_key NOT IN ('', 'in-flight')"
+        " GROUP BY cache_key HAVING COUNT(*) > 1"
+    ).fetchall()
+    con.close()
+    assert repeated == []
