@@ -92,7 +92,15 @@ def main() -> None:
         default="examples",
         help="the help desk's system prompt: refuses all (examples) or some",
     )
+    ap.add_argument(
+        "--injection",
+        action="store_true",
+        help="the injection search instead: tests/test_search_injection.py's four "
+        "e-mail cases, the injection mutations only, the carrier as a document",
+    )
     args = ap.parse_args()
+    if args.injection:
+        return injection(args)
     root = Path(args.out or tempfile.mkdtemp(prefix="bench-search-"))
     root.mkdir(parents=True, exist_ok=True)
     data = dataset(root / "dataset.jsonl", args.concepts)
@@ -126,6 +134,37 @@ def main() -> None:
             print(f"  {k:<20} {n}/{s['axis_cells']} cells with a success in {q} queries "
                   f"({n / q if q else 0:.3f} per query)")  # fmt: skip
     print(json.dumps(figures, indent=1))
+    print(f"directories: {root}")
+
+
+def injection(args: argparse.Namespace) -> None:
+    """The injection search on the embedded model as an e-mail assistant with tools: the
+    test's four cases (goal x carrier), the injection mutations (frames, no attacker call),
+    success the action check; static and PAIR at the same budget."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from test_search_injection import cases  # the fixture's mild cases
+
+    root = Path(args.out or tempfile.mkdtemp(prefix="bench-search-inj-"))
+    root.mkdir(parents=True, exist_ok=True)
+    data = cases(root / "cases.jsonl")
+    out = root / "search"
+    start = time.monotonic()
+    aart.search.search(
+        data, out=out, target=args.model, attacker=args.model, budget=args.budget,
+        pick="weighted", parallel=1, max_tokens=120, max_steps=3, concurrency=1,
+        context_as="document", compare=True,
+        mutations=["authority", "fake-system", "hidden-text", "encoding"],
+    )  # fmt: skip
+    s = json.loads((out / "search.json").read_text())
+    rows = {"search": (s["queries"], s["cells_with_success"])}
+    for name, b in s["baselines"].items():
+        rows[name] = (b.get("queries", 0), b.get("cells_with_success", 0))
+    print(f"injection, {s['cells']} cells, budget {args.budget}, "
+          f"{round(time.monotonic() - start)} s, rejected {s.get('rejected')}:")  # fmt: skip
+    for k, (q, n) in rows.items():
+        print(f"  {k:<20} {n}/{s['cells']} cells with a success in {q} queries")
     print(f"directories: {root}")
 
 
