@@ -511,3 +511,27 @@ def test_tools_from_a_file_and_a_target_that_takes_none(tmp_path):
     with pytest.raises(aart.errors.ConfigError, match="cannot be offered tools"):
         aart.attack(data, target="notools/x", out=tmp_path / "c")
     assert not (tmp_path / "b").exists() and not (tmp_path / "c").exists()
+
+
+def test_a_csv_injection_dataset_is_attacked_like_its_jsonl(tmp_path):
+    # a flat export (DatasetRecord.flat, as `aart export` writes CSV) holds the case's objects
+    # as JSON text: the attack reads them back
+    import csv
+
+    from aart.types import DatasetRecord
+
+    jsonl = write_cases(tmp_path / "cases.jsonl", tools=True).read_text().splitlines()
+    lines = [json.loads(x) for x in jsonl]
+    for line in lines:  # the fixture's axes as a generated dataset's cell
+        line["cell"] = {k: v[0] for k, v in line.pop("axes").items()}
+    rows = [DatasetRecord.model_validate(line).flat() for line in lines]
+    path = tmp_path / "cases.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, list(dict.fromkeys(k for r in rows for k in r)))
+        w.writeheader()
+        for r in rows:
+            w.writerow(
+                {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()}
+            )
+    f = aart.attack(path, target="agent_fixture:obeying_agent", out=tmp_path / "att")
+    assert _rates(f, "technique") == {"authority": 1.0, "fake-system": 0.0, "hidden-text": 0.0}

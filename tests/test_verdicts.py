@@ -167,7 +167,7 @@ def test_the_corrected_interval_covers_the_true_rate_in_about_95_percent_of_tria
 
 
 def test_every_built_in_judge_has_a_documented_accuracy():
-    assert set(BUILT_IN) == {"refusal", "harmbench", "strongreject", "guard", "llm"}
+    assert set(BUILT_IN) == {"refusal", "harmbench", "strongreject", "guard", "llm", "action"}
     for acc in BUILT_IN.values():
         assert 0.5 < acc.sensitivity <= 1 and 0.5 < acc.specificity <= 1 and acc.source
 

@@ -30,6 +30,26 @@ from .types import problem
 
 #: the keys an injection case adds to a dataset line
 CASE_KEYS = ("user_task", "context", "injection", "success", "utility")
+#: the keys that hold objects (JSON text in a flat format); ``tools`` is the optional list of
+#: the application's tools a line may carry
+OBJECT_KEYS = ("injection", "success", "utility", "tools")
+
+
+def case_keys(line: Mapping[str, Any]) -> dict[str, Any]:
+    """The case's keys of a line, their objects parsed where a flat format (CSV, Parquet, a
+    promptfoo or Hugging Face export) holds them as JSON text; empty cells are absent."""
+    out: dict[str, Any] = {}
+    for key in (*CASE_KEYS, "tools"):
+        value = line.get(key)
+        if value is None or value == "":
+            continue
+        if key in OBJECT_KEYS and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass  # kept as text: validation says which field is wrong
+        out[key] = value
+    return out
 
 
 class _Strict(BaseModel):
@@ -162,12 +182,9 @@ class InjectionCase(_Strict):
         if "user_task" not in line and "context" not in line:
             return None
         try:
-            return cls.model_validate(
-                {
-                    "payload": line.get("prompt", ""),
-                    **{k: line.get(k) for k in CASE_KEYS if k in line},
-                }
-            )
+            keys = case_keys(line)
+            keys.pop("tools", None)
+            return cls.model_validate({"payload": line.get("prompt", ""), **keys})
         except ValidationError as e:
             raise ValueError(f"{where}: {problem(e)}") from None
 

@@ -476,6 +476,7 @@ def show_findings(
     from pathlib import Path
 
     from ..report.attack import (
+        agent_line,
         attack_summary,
         corrected_line,
         headline,
@@ -514,6 +515,8 @@ def show_findings(
         rows.append(("corrected", corrected_line(f)))
     if worst_case_line(f):
         rows.append(("worst case", worst_case_line(f)))
+    if f.agent:
+        rows.append(("agent", agent_line(f.agent)))
     rows += [
         ("unjudged", unjudged_line(f)),
         ("target errors", f.target_errors),

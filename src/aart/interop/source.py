@@ -107,22 +107,10 @@ def load_source(path: str | Path, evaluation: str | Path | None = None) -> Expor
 
 
 def case_of(row: dict[str, Any]) -> dict[str, Any]:
-    """The injection case's keys of a row, their objects parsed where a flat format (CSV,
-    Parquet, a promptfoo or Hugging Face export) holds them as JSON text."""
-    from ..injection import CASE_KEYS
+    """The injection case's keys of a row (see :func:`aart.injection.case_keys`)."""
+    from ..injection import case_keys
 
-    out: dict[str, Any] = {}
-    for key in CASE_KEYS:
-        value = row.get(key)
-        if value is None or value == "":
-            continue
-        if key in ("injection", "success", "utility") and isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except ValueError:
-                pass  # kept as text: InjectionCase.of says what is wrong with it
-        out[key] = value
-    return out
+    return case_keys(row)
 
 
 def _add_recipe(src: ExportSource, recipe_file: Path, run_dir: Path | None) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..data.load import load_dataset, read_rows
 from ..errors import ConfigError, UsageError
-from ..injection import InjectionCase
+from ..injection import InjectionCase, case_keys
 from ..text.normalize import text_hash
 from .agent import parse_tools
 from .sampling import stratified_order
@@ -60,9 +60,10 @@ def injection_fields(row: dict[str, Any], prompt: str, where: str) -> dict[str, 
     if case is None:
         return None
     out = case.fields()
-    if row.get("tools"):
+    tools = case_keys(row).get("tools")  # a list, or JSON text in a CSV or Parquet row
+    if tools:
         try:
-            tools = parse_tools(row["tools"], f"{where}: tools")
+            tools = parse_tools(tools, f"{where}: tools")
         except ConfigError as e:
             raise UsageError(str(e)) from None
         out["tools"] = [t.model_dump() for t in tools]

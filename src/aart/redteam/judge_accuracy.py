@@ -25,6 +25,13 @@ class Accuracy:
     #: where the figures come from, shown beside the corrected rate
     source: str
 
+    @property
+    def exact(self) -> bool:
+        """A deterministic check, not a judge: the corrected rate is the observed one."""
+        return self.sensitivity == self.specificity == 1.0 and not (
+            self.positives or self.negatives
+        )
+
 
 #: by judge kind (the part of a judge's name before ":", "refusal" for the detector)
 BUILT_IN: dict[str, Accuracy] = {
@@ -77,6 +84,18 @@ BUILT_IN: dict[str, Accuracy] = {
         positives=500,
         negatives=500,
         source="Llama Guard 3 model card: F1 0.939, FPR 0.040 (Meta 2024)",
+    ),
+    # The action check of injection cases (``actions.check_actions``) decides from the
+    # recorded calls and reply, with no model: its rate is the criterion's, with no judge
+    # error to correct (no labelled sample behind it: ``exact``). Without this entry it
+    # fell back to the policy rubric's assumed 0.85/0.85 and the reports "corrected" a
+    # deterministic check with a figure that was never about it.
+    "action": Accuracy(
+        sensitivity=1.0,
+        specificity=1.0,
+        positives=0,
+        negatives=0,
+        source="the success criterion, checked without a judge (nothing to correct)",
     ),
     # aart's policy rubric with a model of the user's choice: nothing public measures it.
     # A modest figure with a small sample keeps the interval honest; 50 labelled verdicts

@@ -124,6 +124,10 @@ def corrected_rate(successes: int, n: int, acc: Accuracy, seed: int = 0) -> Corr
     }
     if not n:
         return out
+    if acc.exact:  # nothing to correct: the observed rate and its own interval
+        out["rate"] = successes / n
+        out["ci_low"], out["ci_high"] = wilson(successes, n)
+        return out
     out["ci_low"], out["ci_high"] = _interval(successes, n, acc, seed)
     return out
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..redteam.findings import Comparison, Findings
+from ..redteam.judge_accuracy import BUILT_IN
 from ..redteam.records import AttackRecord
 from .html import esc, page, table
 from .markdown import md_escape, md_table
@@ -132,13 +133,22 @@ def _actions_html(r: dict[str, Any]) -> str:
 
 
 def agent_line(agent: Mapping[str, Any]) -> str:
-    """An attack on injection cases in a sentence: utility, and success with the task done."""
+    """An attack on injection cases in a sentence: utility, and success with the task done
+    (over the cases that say how to tell the task was done; none say: "not checked", never
+    a 0/0 or a success rate that counts the unchecked cases as the task undone)."""
     u, s = agent["utility"], agent["success_with_task_done"]
-    out = (
-        f"{agent['cases']} injection cases; the user's task still done in "
-        f"{u['successes']}/{u['n']} ({100 * u['rate']:.1f}%); attack success with the task "
-        f"still done {s['successes']}/{s['n']} ({100 * s['rate']:.1f}%)"
-    )
+    out = f"{agent['cases']} injection cases; "
+    if not u["n"]:
+        out += "the user's task not checked (no case has a utility criterion)"
+    else:
+        of = (
+            "" if u["n"] == agent["cases"] else f" (of the {u['n']} cases with a utility criterion)"
+        )
+        out += (
+            f"the user's task still done in {u['successes']}/{u['n']} "
+            f"({100 * u['rate']:.1f}%){of}; attack success with the task still done "
+            f"{s['successes']}/{s['n']} ({100 * s['rate']:.1f}%)"
+        )
     if agent.get("criteria"):
         out += "; criteria that fired: " + ", ".join(
             f"{k} {v}" for k, v in agent["criteria"].items()
@@ -183,6 +193,8 @@ def corrected_line(f: Findings) -> str | None:
     c = f.corrected
     if not c or not f.overall["n"]:
         return None
+    if c.get("source") == BUILT_IN["action"].source:
+        return None  # a deterministic check: the headline is the rate, nothing to correct
     point = "-" if c["rate"] is None else f"{100 * c['rate']:.1f}%"
     return (
         f"{point} [{100 * c['ci_low']:.1f}, {100 * c['ci_high']:.1f}] corrected for the "
