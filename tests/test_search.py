@@ -25,6 +25,7 @@ from aart.data.load import load_dataset
 from aart.recipe.models import Search
 from aart.search import MUTATIONS
 from aart.search.archive import Archive, Elite, cell_key, grid
+from aart.search.mutate import INJECTION_MUTATIONS
 
 TESTS = Path(__file__).resolve().parent
 
@@ -238,7 +239,8 @@ def test_a_candidate_beats_the_incumbent_by_score_then_preference_then_distance(
 
 def test_the_recipe_search_section_names_the_same_mutations():
     field = Search.model_fields["mutations"].annotation
-    assert set(field.__args__[0].__args__) == set(MUTATIONS)  # list[Literal[...]]
+    # list[Literal[...]]: the plain mutations and the injection ones
+    assert set(field.__args__[0].__args__) == set(MUTATIONS) | set(INJECTION_MUTATIONS)
 
 
 def test_at_an_equal_score_the_judges_own_preference_decides():

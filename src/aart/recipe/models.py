@@ -539,7 +539,20 @@ class Search(Strict):
     #: ``--pick``: uniform over the cells, or weighted towards the cells with no success yet
     pick: Literal["uniform", "weighted"] | None = None
     #: ``--mutations``: what the attacker may do to an elite (default: all)
-    mutations: list[Literal["rephrase", "persona", "hypothetical", "past-tense", "dataset"]] = []
+    mutations: list[
+        Literal[
+            "rephrase",
+            "persona",
+            "hypothetical",
+            "past-tense",
+            "dataset",
+            # injection datasets only: frames of the payload, and its encodings
+            "authority",
+            "fake-system",
+            "hidden-text",
+            "encoding",
+        ]
+    ] = []
     #: ``--attacker``: the mutating model (default: attack.attacker)
     attacker: str | None = None
     #: ``--seed`` of the iteration order

@@ -49,6 +49,10 @@ class Elite:
     #: that elite's id, and whether this one goes further
     preferred_over: str | None = None
     preferred: bool | None = None
+    #: an injection case's: the dataset row whose carrier holds the payload, and the case's
+    #: keys with the payload in place (``InjectionCase.fields``, and its tools)
+    row: int | None = None
+    case: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -30,6 +30,8 @@ def archive_line(e: Elite) -> dict[str, Any]:
     """An elite as a dataset line: id, prompt, cell, its strategy (none: the control), then
     its lineage and verdicts."""
     line: dict[str, Any] = {"id": e.id, "prompt": e.prompt, "cell": _axes(e.cell)}
+    if e.case:  # an injection case: its carrier (payload in place), task and criterion
+        line.update(e.case)
     strategy = e.cell.get(STRATEGY_AXIS, IDENTITY)
     if strategy != IDENTITY:
         line["strategy"] = strategy
@@ -126,7 +128,8 @@ def write(r: SearchResult, out: Path) -> dict[str, Path]:
     }
     write_jsonl((archive_line(e) for e in elites), paths["archive"])
     failures = [{"id": e.id, "prompt": e.prompt, "cell": e.cell,
-                 "strategy": e.cell.get(STRATEGY_AXIS, IDENTITY)} for e in won]  # fmt: skip
+                 "strategy": e.cell.get(STRATEGY_AXIS, IDENTITY),
+                 **({"case": e.case} if e.case else {})} for e in won]  # fmt: skip
     write_jsonl((RegressionRow.of(f).line() for f in failures), paths["regression"])
     judged = [e for e in elites if e.score >= 0]
     baseline = {

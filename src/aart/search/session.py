@@ -24,11 +24,13 @@ from typing import Any
 
 from ..data.load import load_dataset, read_rows
 from ..errors import EndpointDown, ProviderError, TargetError, UsageError
+from ..injection import InjectionCase, ToolSpec
 from ..jobs.runner import run_pool
 from ..llm import BudgetExhausted, ModelOptions
 from ..llm.http_status import is_retryable
 from ..llm.transport.base import Execution
 from ..recipe import Recipe, load_recipe
+from ..redteam.jobs import injection_fields
 from ..redteam.judges import Verdict
 from ..redteam.session import AttackSession
 from ..redteam.strategies import parse_strategy
@@ -36,7 +38,7 @@ from ..redteam.tally import NON_REFUSAL
 from ..steps.verify import CellVerifier
 from ..store.db import RunDB
 from .archive import MAX_CELLS, STRATEGY_AXIS, Archive, Elite, cell_key, grid
-from .mutate import instruction
+from .mutate import INJECTION_MUTATIONS, frame, instruction
 from .prefer import judge_model, prefers
 from .spec import SearchSpec
 
@@ -121,6 +123,17 @@ class SearchSession:
         )
         rows = read_rows(self.dataset)
         self.texts = ds.texts
+        #: per row, its injection case's keys (``redteam.jobs.injection_fields``), or None
+        self.cases = [
+            injection_fields(rows[i] if i < len(rows) else {}, self.texts[i],
+                             f"{self.dataset}: line {i + 1}")
+            for i in range(len(ds))
+        ]  # fmt: skip
+        self.injected = any(c is not None for c in self.cases)
+        # the injection mutations frame a payload: a plain dataset's search leaves them out
+        # (so its draws are those it made before they existed)
+        self.mutations = [m for m in self.spec.mutations
+                          if m != "dataset" and (self.injected or m not in INJECTION_MUTATIONS)]  # fmt: skip
         self.row_ids = [
             str((rows[i] if i < len(rows) else {}).get("id") or "") or f"p{i:06d}"
             for i in range(len(ds))
@@ -322,7 +335,7 @@ class SearchSession:
         elite or of a neighbour's (always a neighbour's when it has none yet)."""
         archive = self.result.archive
         untried = [i for i in self.seeds[c] if i not in tried[c]]
-        mutations = [m for m in self.spec.mutations if m != "dataset"]
+        mutations = self.mutations
         if (
             untried
             and "dataset" in self.spec.mutations
@@ -354,9 +367,16 @@ class SearchSession:
         cell = self.cells[p.cell]
         rec: dict[str, Any] = {"job": p.job, "iteration": p.iteration, "cell": cell,
                                "mutation": p.mutation}  # fmt: skip
+        plain = None  # the text the cell check reads (the payload inside a frame)
         if p.row is not None:
             prompt = self.texts[p.row]
             rec["parent"] = self.row_ids[p.row]
+        elif p.mutation in INJECTION_MUTATIONS:
+            # a frame or an encoding of the payload: no attacker call
+            assert p.parent is not None
+            rec["parent"] = p.parent.id
+            plain = p.parent.prompt
+            prompt = frame(p.mutation, plain, p.job)
         else:
             assert p.parent is not None
             rec["parent"] = p.parent.id
@@ -376,13 +396,22 @@ class SearchSession:
         rec["prompt"] = prompt
         axes = {a: v for a, v in cell.items() if a != STRATEGY_AXIS}
         if p.row is None:  # a dataset prompt was verified when it was generated
-            checks = (await self.verifier.check([(prompt, axes)], tag=p.job))[0]
+            checks = (await self.verifier.check([(plain or prompt, axes)], tag=p.job))[0]
             off = sorted(d for d, ok in checks.items() if not ok)
             if off:
                 return self._store(p, {**rec, "rejected": f"off-cell ({', '.join(off)})"})
         if self.result.archive.duplicates(p.cell, prompt):
             return self._store(p, {**rec, "rejected": "duplicate"})
         strategy = parse_strategy(cell[STRATEGY_AXIS])
+        case = self._case(p, prompt)
+        if case is not None:
+            # the payload put back in its carrier, sent with the user's task and the tools
+            # as `aart attack` sends a case (Executor.once_injected)
+            injected, tools = case
+            self.executor.cases[p.job] = (injected, tools)
+            rec["row"] = p.row if p.row is not None else self._carrier(p)
+            rec["case"] = {**injected.fields(),
+                           **({"tools": [t.model_dump() for t in tools]} if tools else {})}  # fmt: skip
         try:
             out = await strategy.runner.run(self.executor, p.job, prompt, strategy)
             out["verdicts"] = {k: v.as_dict() for k, v in out["verdicts"].items()}
@@ -395,7 +424,30 @@ class SearchSession:
             out = {"response": None, "target_error": str(e)[:300]}
         else:
             out.update(await self._preference(p, prompt, out))
+        finally:
+            self.executor.cases.pop(p.job, None)
         return self._store(p, {**rec, **out, "queried": True})
+
+    def _carrier(self, p: Plan) -> int:
+        """The dataset row whose carrier a mutated payload goes into: its parent's when the
+        parent is of the same cell, else the cell's first prompt's (the cell's own task,
+        carrier and success criterion)."""
+        parent = p.parent
+        if parent is not None and parent.row is not None and parent.cell == self.cells[p.cell]:
+            return parent.row
+        return self.seeds[p.cell][0]
+
+    def _case(self, p: Plan, payload: str) -> tuple[InjectionCase, tuple[ToolSpec, ...]] | None:
+        """The injection case a candidate of ``p`` is sent as, with its tools (None: a plain
+        prompt)."""
+        row = p.row if p.row is not None else self._carrier(p)
+        raw = self.cases[row]
+        if raw is None:
+            return None
+        base = InjectionCase.of({"prompt": self.texts[row], **raw})
+        assert base is not None
+        tools = tuple(ToolSpec.model_validate(t) for t in raw.get("tools") or ())
+        return base.with_payload(payload), tools or self.executor.agent.tools
 
     async def _preference(self, p: Plan, prompt: str, out: dict[str, Any]) -> dict[str, Any]:
         """When the candidate and its cell's elite (as the generation began) both succeed,
@@ -444,6 +496,8 @@ class SearchSession:
             verdicts=rec.get("verdicts") or {},
             preferred_over=rec.get("preferred_over"),
             preferred=rec.get("preferred"),
+            row=rec.get("row"),
+            case=rec.get("case"),
         )
         if rec.get("response") is None:
             elite.score = -1.0  # a target error: kept only while the cell has nothing else

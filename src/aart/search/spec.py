@@ -13,7 +13,10 @@ from pydantic import BaseModel, ConfigDict
 from ..errors import UsageError
 from ..redteam.spec import AttackSpec
 from ..redteam.strategies import parse_strategy
-from .mutate import MUTATIONS
+from .mutate import INJECTION_MUTATIONS, MUTATIONS
+
+#: every mutation a search knows (the injection ones apply to injection datasets only)
+ALL_MUTATIONS = [*MUTATIONS, *INJECTION_MUTATIONS]
 
 #: the defaults of the ``search:`` section's settings
 DEFAULTS: dict[str, Any] = {
@@ -35,7 +38,7 @@ class SearchSpec(BaseModel):
     axes: list[str] = []
     strategies: list[str] = ["identity"]
     pick: str = "uniform"
-    mutations: list[str] = list(MUTATIONS)
+    mutations: list[str] = list(ALL_MUTATIONS)
     seed: int = 0
     parallel: int = 4
     #: the recipe whose dimensions (their verify: methods and aliases) check the candidates
@@ -86,11 +89,11 @@ class SearchSpec(BaseModel):
                     "own: leave it out of --strategies (--compare runs PAIR)"
                 )
         chosen = list(dict.fromkeys(parse_strategy(s).label for s in chosen))
-        muts = list(pick_(mutations, "mutations") or MUTATIONS)
-        unknown = [m for m in muts if m not in MUTATIONS]
+        muts = list(pick_(mutations, "mutations") or ALL_MUTATIONS)
+        unknown = [m for m in muts if m not in ALL_MUTATIONS]
         if unknown:
             raise UsageError(
-                f"unknown mutation {unknown[0]!r}; choose from: {', '.join(MUTATIONS)}"
+                f"unknown mutation {unknown[0]!r}; choose from: {', '.join(ALL_MUTATIONS)}"
             )
         n = pick_(budget, "budget")
         if n is None:
