@@ -35,7 +35,7 @@ $(LLAMA_WHEEL_STAMP): | $(PY)
 	touch $@
 
 $(VENV)/.installed: pyproject.toml constraints.txt $(LLAMA_WHEEL_STAMP) | $(PY)
-	$(PIP) install -q -c constraints.txt --find-links $(WHEELS) -e '.[local,embeddings,review,ray,interop,dev]'
+	$(PIP) install -q -c constraints.txt --find-links $(WHEELS) -e '.[local,demo,embeddings,review,ray,interop,dev]'
 	touch $@
 
 # The review app's tests drive Debian's chromium with Playwright (no browser download).
