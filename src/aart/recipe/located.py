@@ -44,6 +44,11 @@ class LoadedRecipe:
             data["models"].pop(key, None)
         # only `aart attack` sends it; generation never sees it
         data["application"].pop("system_prompt", None)
+        # keys added after runs were hashed: at their defaults they are left out, so a run
+        # started before resumes and keeps its recipe_hash
+        for key, default in (("name_values", True), ("avoid_hint", True)):
+            if data["generate"].get(key) == default:
+                data["generate"].pop(key)
         return data
 
     @property
