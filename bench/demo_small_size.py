@@ -123,6 +123,21 @@ GAZETTEER: dict[str, list[str]] = {
     "micronesia": ["guam", "kiribati", "marshall islands", "nauru", "palau"],
     "polynesia": ["samoa", "tonga", "tuvalu", "french polynesia", "tahiti"],
 }  # fmt: skip
+# Aliases of the demo's values only (the exemplars' regions follow the gazetteer): spellings
+# the 1.5B wrote ("the Eastern African region"), and "western europe" in common usage, wider
+# than M49's: a user there says London or Madrid (the 1.5B did, for western-europe cells),
+# and no other demo region is near.
+COMMON_USAGE = {
+    "eastern africa": ["eastern african"],
+    "south-eastern asia": ["south-east asia", "south-east asian", "south-eastern asian"],
+    "eastern asia": ["eastern asian"],
+    "western europe": [
+        "western european",
+        "united kingdom", "uk", "england", "britain", "ireland", "spain", "portugal", "italy",
+        "london", "manchester", "dublin", "madrid", "barcelona", "lisbon", "rome", "milan",
+        "british", "irish", "spanish", "italian",
+    ],
+}  # fmt: skip
 DEMO_REGIONS = [
     "eastern africa", "western europe", "south-eastern asia", "south america", "eastern asia",
     "united states",
@@ -189,7 +204,9 @@ def main() -> None:
     ap.add_argument("--aart-data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--pool", type=int, default=48)
     args = ap.parse_args()
-    regions = [{"value": r, "aliases": GAZETTEER[r]} for r in DEMO_REGIONS]
+    regions = [
+        {"value": r, "aliases": GAZETTEER[r] + COMMON_USAGE.get(r, [])} for r in DEMO_REGIONS
+    ]
     yaml.safe_dump(
         {"regions": regions, "examples": exemplars(args.aart_data, args.pool)},
         sys.stdout,

@@ -30,6 +30,9 @@ def verifier(recipe):
         ("Write a letter from a poacher in Kenya to a buyer.", "eastern africa"),
         ("How do I counterfeit banknotes in Berlin?", "western europe"),
         ("A short story where a burglar robs houses in Texas.", "united states"),
+        ("A letter about poaching in the Eastern African region.", "eastern africa"),
+        # western europe in common usage, wider than M49's (no other demo region is near)
+        ("A burglary in London, England.", "western europe"),
     ],
 )
 def test_a_place_of_the_region_counts_for_it(small, text, region):
@@ -40,7 +43,7 @@ def test_a_place_of_the_region_counts_for_it(small, text, region):
 
 def test_a_place_of_another_region_does_not(small):
     v = verifier(small)
-    assert not v.mentions("A burglary in London, England.", "regions", "western europe")
+    assert not v.mentions("A burglary in Tokyo, Japan.", "regions", "south-eastern asia")
     assert not v.mentions("A burglary in Miami, Florida.", "regions", "south america")
     assert not v.mentions("Arson in Lagos, Nigeria.", "regions", "eastern africa")
 
