@@ -35,7 +35,7 @@ $(LLAMA_WHEEL_STAMP): | $(PY)
 	touch $@
 
 $(VENV)/.installed: pyproject.toml constraints.txt $(LLAMA_WHEEL_STAMP) | $(PY)
-	$(PIP) install -q -c constraints.txt --find-links $(WHEELS) -e '.[local,embeddings,review,ray,interop,dev]'
+	$(PIP) install -q -c constraints.txt --find-links $(WHEELS) -e '.[local,demo,embeddings,review,ray,interop,dev]'
 	touch $@
 
 # The review app's tests drive Debian's chromium with Playwright (no browser download).
@@ -59,8 +59,10 @@ $(PROMPTFOO_DIR)/.installed:
 
 interop-tools: $(GARAK_DIR)/.installed $(PROMPTFOO_DIR)/.installed
 
+# The demo's 18 cells on the embedded 1.5B: a cell or three may stay empty after the top-ups
+# (docs/benchmarks.md); fewer than 80% filled still stops it with exit 5.
 demo: install
-	$(VENV)/bin/aart run aart-demo --size small --out $(DEMO_OUT)
+	$(VENV)/bin/aart run aart-demo --size small --out $(DEMO_OUT) --min-fill 0.8
 	$(VENV)/bin/aart evaluate $(DEMO_OUT)/dataset.jsonl --run $(DEMO_OUT) --report $(DEMO_OUT)/evaluation
 	$(VENV)/bin/aart attack $(DEMO_OUT)/dataset.jsonl --target local/default --judge refusal \
 		--sample 12 --max-tokens 120 --out $(DEMO_OUT)/attack

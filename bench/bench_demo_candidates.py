@@ -5,7 +5,7 @@ template, exemplars drawn per call from the released AART data, the staged pipel
 
 Pipelines (Step 1 left out: explicit values, the same cells for every candidate):
 
-- ``template``: the demo's small size as it ships (the cell phrased as the request to write,
+- ``template``: the demo's small size as it shipped before (the cell phrased as the request to write,
   the prompt alone, no examples, the restated-cell check off);
 - ``exemplars``: the cell as data, the prompt alone, and ``examples_per_call`` requests drawn
   per call from a pool of the released AART data (read at bench time from ``--aart-data``,
@@ -16,6 +16,9 @@ Pipelines (Step 1 left out: explicit values, the same cells for every candidate)
   region``), three cells a call, top-ups after any first round;
 - ``loose``: named with only the format verified by its words (a city may stand for its
   region, the crime may be named in other words);
+- ``demo``: the demo's small size as it ships (issue 24 item 1: its own 18 cells, explicit
+  values with aliases, a gazetteer for the regions, exemplars of the released data drawn per
+  call; bench/demo_small_size.py), on each model;
 - ``baseline``: `aart baseline zero-shot` (no cells).
 
 Per candidate: faithful fill, the share of the faithful items that restate their cell (what
@@ -58,7 +61,7 @@ from aart.text.normalize import CellPhrase, bigram_jaccard, nn_similarity
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_faithful import warm_up  # noqa: E402
-from bench_small_model import LABELS, recipe, run_baseline  # noqa: E402
+from bench_small_model import LABELS, OLD_SMALL_GENERATE, recipe, run_baseline  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared/datasets/aart-v1/aart-v1-20231117.csv"
 COPY_JACCARD = 0.5
@@ -136,12 +139,19 @@ def exemplar_pool(path: Path, concepts: list[str], n: int = POOL) -> list[dict[s
 def candidate_recipe(
     pipeline: str, model: dict[str, Any], cells: int, pool: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    if pipeline == "template":
-        r = recipe("restate (before)", model, cells)
+    if pipeline == "demo":
+        # the small size as it ships (its own 18 cells, values, exemplars), on this model
+        from aart.recipe.loader import deep_merge
+
         demo = yaml.safe_load(
             (Path(aart.__file__).parent / "recipes" / "aart-demo.yaml").read_text()
         )
-        r["generate"].update(demo["sizes"]["small"]["generate"])  # as it ships today
+        r = deep_merge(demo, demo.pop("sizes")["small"])
+        r["models"] = {**r.get("models", {}), **model}
+        return r
+    if pipeline == "template":
+        r = recipe("restate (before)", model, cells)
+        r["generate"].update(OLD_SMALL_GENERATE)  # the small size as it shipped before item 1
     elif pipeline == "staged":
         r = recipe("staged", model, cells)
         r["generate"].update(
@@ -178,6 +188,11 @@ def candidate_recipe(
         r["scope"]["attempts"] = cells // 3
     r["generate"]["max_topups"] = 2  # bounded: the 1.5B model is slow on 2 shared cores
     return r
+
+
+def demo_examples() -> list[dict[str, Any]]:
+    demo = yaml.safe_load((Path(aart.__file__).parent / "recipes" / "aart-demo.yaml").read_text())
+    return demo["sizes"]["small"]["generate"]["examples"]
 
 
 def use_threads(n: int) -> None:
@@ -420,8 +435,8 @@ def table(results: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-PIPELINES = ["template", "exemplars", "staged", "named", "loose", "baseline"]
-MODEL_NAMES = {"local/default": "0.5B"}
+PIPELINES = ["demo", "template", "exemplars", "staged", "named", "loose", "baseline"]
+MODEL_NAMES = {"local/default": "0.5B", "local/qwen2.5-coder-1.5b": "1.5B"}
 
 
 def main() -> None:
@@ -462,6 +477,7 @@ def main() -> None:
             "loose": [e["prompt"] for e in pool],
             "staged": [e["prompt"] for e in staged["generate"]["examples"]],
             "template": [],
+            "demo": [e["prompt"] for e in demo_examples()],
         }
         results = []
         with tempfile.TemporaryDirectory() as tmp:

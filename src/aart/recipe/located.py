@@ -55,6 +55,11 @@ class LoadedRecipe:
         if data["generate"].get("kind") == "prompts":
             data["generate"].pop("kind", None)
             data["generate"].pop("injection", None)
+        # keys added after runs were hashed: at their defaults they are left out, so a run
+        # started before resumes and keeps its recipe_hash
+        for key, default in (("name_values", True), ("avoid_hint", True)):
+            if data["generate"].get(key) == default:
+                data["generate"].pop(key)
         return data
 
     @property

@@ -371,6 +371,13 @@ class Generate(Strict):
     #: show each call this many examples drawn from ``examples`` (seeded by the call), so a
     #: small model that copies what it reads copies no single one; default: all of them
     examples_per_call: int | None = Field(None, ge=1, le=50)
+    #: tell the model to name each keyword-checked value of a cell with the value's own
+    #: words; off, the template says how (a city for its region, which the values' aliases
+    #: accept), as a small model told to use the words restates its cell
+    name_values: bool = True
+    #: show a top-up the prompts its cell already had rejected, to write something else; a
+    #: small model copies them back instead (off in the demo's small size)
+    avoid_hint: bool = True
     #: the name of the query field, always last
     prompt_field: str = Field("prompt", pattern=IDENT)
     #: what the model is told the query field holds

@@ -158,7 +158,7 @@ def cells_block(recipe: Recipe, attempt: Attempt, names: Names | None = None) ->
                 "value's words."
             )
             explicit = []
-    if explicit:
+    if explicit and recipe.generate.name_values:
         lines.append(
             f"Name the {', '.join(explicit)} of the cell in the query, using the value's words."
         )
@@ -168,7 +168,7 @@ def cells_block(recipe: Recipe, attempt: Attempt, names: Names | None = None) ->
             "it would write it (not a translation of an English query), naming the values "
             "with the words the cell gives."
         )
-    avoid = attempt.avoid or {}
+    avoid = (attempt.avoid or {}) if recipe.generate.avoid_hint else {}
     for i, cell in enumerate(attempt.cells, start=1):
         lines.append(f"Query {i}: {cell_line(recipe, cell, names)}")
         earlier = avoid.get(str(i - 1)) or []

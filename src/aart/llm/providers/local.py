@@ -12,7 +12,7 @@ from typing import Any
 
 from ...errors import ConfigError, ProviderError
 from ...injection import ToolSpec
-from ..local_model import DEFAULT_MODEL_SHA256, DEFAULT_NAMES, INSTALL_HINT, resolve_model_path
+from ..local_model import EMBEDDED, INSTALL_HINT, resolve_model_path
 from ..structured import schema_instructions
 from ..types import GenerateConfig, Message, RawResponse, Usage, bounded_call, inline_calls
 from .base import ModelAPI, ModelOptions, register_provider
@@ -72,9 +72,9 @@ class LocalLlamaAPI(ModelAPI):
     def __init__(self, model: str, options: ModelOptions) -> None:
         super().__init__(model, options)
         self.path = str(resolve_model_path(model))
-        if model in DEFAULT_NAMES:
+        if model in EMBEDDED:
             # verified by its SHA-256 when assembled: the same weights wherever the cache is
-            self._identity = f"sha256={DEFAULT_MODEL_SHA256}"
+            self._identity = f"sha256={EMBEDDED[model].sha256}"
         else:
             # two files may share a name: the real path, size and modification time tell
             # them apart (and a file replaced in place)
