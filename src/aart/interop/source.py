@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..injection import case_keys
 
 log = logging.getLogger("aart")
 
@@ -91,7 +92,7 @@ def load_source(path: str | Path, evaluation: str | Path | None = None) -> Expor
                 cell=ds.cell_of(i),
                 annotations={a: str(v) for a, v in annotations.items()},
                 strategy=str(row["strategy"]) if row.get("strategy") else None,
-                case=case_of(row),
+                case=case_keys(row),
             )
         )
     src = ExportSource(name=ds.name, path=path, records=records)
@@ -104,13 +105,6 @@ def load_source(path: str | Path, evaluation: str | Path | None = None) -> Expor
     if report is not None:
         src.coverage = _coverage(report)
     return src
-
-
-def case_of(row: dict[str, Any]) -> dict[str, Any]:
-    """The injection case's keys of a row (see :func:`aart.injection.case_keys`)."""
-    from ..injection import case_keys
-
-    return case_keys(row)
 
 
 def _add_recipe(src: ExportSource, recipe_file: Path, run_dir: Path | None) -> None:

@@ -164,20 +164,29 @@ class Executor:
             result["finish_reason"] = "length"  # cut at --max-tokens: shown, and judged so
         if sent != prompt:
             result["sent"] = sent
-        judged = response
-        said = nothing_said_state(response, out.finish_reason) is None
-        if back_translate and self.attacker is not None and said:
-            # the judges read English: the reply is judged after translating it back
-            judged = await self.ask(
-                job,
-                9,
-                f"Translate the assistant's reply below from {back_translate} into English, "
-                "faithfully.",
-                response,
-            )
-            result["response_english"] = judged
+        judged = await self._in_english(job, result, out.finish_reason, back_translate)
         result["verdicts"] = await self.judge(prompt, judged, result.get("finish_reason"))
         return result
+
+    async def _in_english(
+        self, job: str, result: dict[str, Any], finish_reason: str | None, back_translate: str
+    ) -> str:
+        """The reply the judges read: ``result["response"]``, or, when the prompt was sent in
+        ``back_translate`` (a language the judges do not read), its translation by the
+        attacker, kept as ``response_english``."""
+        response = result["response"]
+        said = nothing_said_state(response, finish_reason) is None
+        if not (back_translate and self.attacker is not None and said):
+            return response
+        judged = await self.ask(
+            job,
+            9,
+            f"Translate the assistant's reply below from {back_translate} into English, "
+            "faithfully.",
+            response,
+        )
+        result["response_english"] = judged
+        return judged
 
     # -- injection cases -------------------------------------------------------------------------
     async def act(
@@ -216,17 +225,7 @@ class Executor:
             result["finish_reason"] = "length"
         if sent != prompt:
             result["sent"] = sent
-        judged = trace.reply
-        said = nothing_said_state(trace.reply, trace.finish_reason) is None
-        if back_translate and self.attacker is not None and said:
-            judged = await self.ask(
-                job,
-                9,
-                f"Translate the assistant's reply below from {back_translate} into English, "
-                "faithfully.",
-                trace.reply,
-            )
-            result["response_english"] = judged
+        judged = await self._in_english(job, result, trace.finish_reason, back_translate)
         return await self._decide(job, case, prompt, judged, trace.calls, result)
 
     async def _decide(

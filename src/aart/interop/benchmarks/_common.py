@@ -4,6 +4,7 @@ and the one function that builds (and validates) a case line."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections import Counter
@@ -121,6 +122,17 @@ class Checkout:
             raise CheckoutError(f"{self.root / rel}:{_where(e)}: not valid JSON") from None
         except RecursionError:
             raise CheckoutError(f"{self.root / rel}: JSON nested too deep to be data") from None
+
+    def python(self, rel: str) -> ast.Module:
+        """The file's syntax tree (parsed, never imported nor run)."""
+        try:
+            return ast.parse(self.text(rel), filename=rel)
+        except SyntaxError as e:
+            raise CheckoutError(
+                f"{self.root / rel}:{e.lineno}: not valid Python ({e.msg})"
+            ) from None
+        except (RecursionError, MemoryError, ValueError):
+            raise CheckoutError(f"{self.root / rel}: too deeply nested to read as Python") from None
 
     def jsonl(self, rel: str) -> list[Any]:
         out = []

@@ -248,15 +248,6 @@ def _package_version(co: Checkout) -> str:
     return ""
 
 
-def _parse(co: Checkout, rel: str) -> ast.Module:
-    try:
-        return ast.parse(co.text(rel), filename=rel)
-    except SyntaxError as e:
-        raise CheckoutError(f"{co.root / rel}:{e.lineno}: not valid Python ({e.msg})") from None
-    except (RecursionError, MemoryError, ValueError):
-        raise CheckoutError(f"{co.root / rel}: too deeply nested to read as Python") from None
-
-
 def _version_dirs(co: Checkout, base: str) -> list[str]:
     root = co.path(f"{base}/default_suites")
     if not root.is_dir():
@@ -283,7 +274,7 @@ def _tasks(
         rel = f"{base}/default_suites/{vdir}/{suite}/{filename}"
         if not co.exists(rel):
             continue
-        module = _parse(co, rel)
+        module = co.python(rel)
         consts = lit.constants(module.body, {})
         for task in _read_tasks(module, rel, prefix, attr, consts, tally):
             pool.setdefault(task.id, {})[task.version] = task
@@ -501,7 +492,7 @@ def _attack_template(co: Checkout, base: str, attack: str) -> str:
     for name in ("base_attacks.py", "baseline_attacks.py", "important_instructions_attacks.py"):
         rel = f"{base}/attacks/{name}"
         if co.exists(rel):
-            module = _parse(co, rel)
+            module = co.python(rel)
             consts.update(lit.constants(module.body, consts))
             classes.update({n.name: n for n in module.body if isinstance(n, ast.ClassDef)})
     user = str(consts.get("DEFAULT_USER_NAME", "the user"))
@@ -782,7 +773,7 @@ def _tool_specs(co: Checkout, base: str, suite: str, tally: Tally) -> list[ToolS
         tally.note(f"{suite}: no task_suite.py: lines carry no tool definitions")
         return []
     names: list[str] = []
-    for node in _parse(co, rel).body:
+    for node in co.python(rel).body:
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == "TOOLS" for t in node.targets
         ):
@@ -792,7 +783,7 @@ def _tool_specs(co: Checkout, base: str, suite: str, tally: Tally) -> list[ToolS
     tools_dir = co.path(f"{base}/default_suites/v1/tools")
     if tools_dir.is_dir():
         for f in sorted(tools_dir.glob("*.py")):
-            module = _parse(co, str(PurePosixPath(f.relative_to(co.root))))
+            module = co.python(str(PurePosixPath(f.relative_to(co.root))))
             funcs.update({n.name: n for n in module.body if isinstance(n, ast.FunctionDef)})
     specs = []
     for name in names:

@@ -217,7 +217,7 @@ def _template(co: Checkout, task: str) -> str:
         return ""
     rel = "bipia/data/code.py"
     if co.exists(rel):
-        for node in ast.walk(_parse(co, rel)):
+        for node in ast.walk(co.python(rel)):
             if isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == "user_prompt_template" for t in node.targets
             ):
@@ -230,15 +230,6 @@ def _template(co: Checkout, task: str) -> str:
     return _CODE_TASK
 
 
-def _parse(co: Checkout, rel: str) -> ast.Module:
-    try:
-        return ast.parse(co.text(rel), filename=rel)
-    except SyntaxError as e:
-        raise CheckoutError(f"{co.root / rel}:{e.lineno}: not valid Python ({e.msg})") from None
-    except (RecursionError, MemoryError, ValueError):
-        raise CheckoutError(f"{co.root / rel}: too deeply nested to read as Python") from None
-
-
 def _criteria(co: Checkout, tally: Tally) -> tuple[dict[str, str], dict[str, str]]:
     """From bipia/metrics/regist.py, read as literals: the judge prompt of each attack
     (``Category-i``), and the reference text of those BIPIA checks by matching."""
@@ -248,7 +239,7 @@ def _criteria(co: Checkout, tally: Tally) -> tuple[dict[str, str], dict[str, str
     if not co.exists(rel):
         tally.note("no bipia/metrics/regist.py: each attack's text is its judge's goal")
         return judges, refs
-    for node in ast.walk(_parse(co, rel)):
+    for node in ast.walk(co.python(rel)):
         if not isinstance(node, ast.Assign) or len(node.targets) != 1:
             continue
         target = node.targets[0]
