@@ -25,7 +25,7 @@ from aart.data.load import load_dataset
 from aart.recipe.models import Search
 from aart.search import MUTATIONS
 from aart.search.archive import Archive, Elite, cell_key, grid
-from aart.search.mutate import INJECTION_MUTATIONS
+from aart.search.mutate import INJECTION_MUTATIONS, PLAIN_MUTATIONS
 
 TESTS = Path(__file__).resolve().parent
 
@@ -68,6 +68,8 @@ def test_the_archive_finds_the_word_in_every_cell_and_the_static_dataset_does_no
         budget=80,
         pick="weighted",
         compare=True,
+        # the attacker's rewrites only: the deterministic frames never add the word
+        mutations=list(MUTATIONS),
     )
     s = json.loads((out / "search.json").read_text())
     # every cell found within the bound of 80 target queries (each rewrite carries the word
@@ -106,7 +108,7 @@ def test_the_regression_set_attacks_again_against_the_search_as_baseline(
     out = tmp_path / "search"
     aart.search.search(dataset, out=out, target="search_targets:word_app",
                        attacker="openai/attacker", base_url=fake_server.base_url, budget=80,
-                       pick="weighted")  # fmt: skip
+                       pick="weighted", mutations=list(MUTATIONS))  # fmt: skip
     r = run_cli("attack", out / "regression.jsonl", "--target", "search_targets:word_app",
                 "--out", tmp_path / "again", "--baseline", out)  # fmt: skip
     assert r.exit_code == 0, r.output
@@ -186,7 +188,7 @@ def test_the_report_escapes_the_targets_replies(dataset, tmp_path, fake_server):
     out = tmp_path / "search"
     aart.search.search(dataset, out=out, target="search_targets:markup_app",
                        attacker="openai/attacker", base_url=fake_server.base_url, budget=24,
-                       pick="weighted")  # fmt: skip
+                       pick="weighted", mutations=list(MUTATIONS))  # fmt: skip
     report = (out / "report.html").read_text()
     assert "<script>" not in report and "&lt;script&gt;" in report
 
@@ -239,8 +241,9 @@ def test_a_candidate_beats_the_incumbent_by_score_then_preference_then_distance(
 
 def test_the_recipe_search_section_names_the_same_mutations():
     field = Search.model_fields["mutations"].annotation
-    # list[Literal[...]]: the plain mutations and the injection ones
-    assert set(field.__args__[0].__args__) == set(MUTATIONS) | set(INJECTION_MUTATIONS)
+    # list[Literal[...]]: the rewrites, the plain requests' frames and the injection ones
+    names = set(MUTATIONS) | set(PLAIN_MUTATIONS) | set(INJECTION_MUTATIONS)
+    assert set(field.__args__[0].__args__) == names
 
 
 def test_at_an_equal_score_the_judges_own_preference_decides():
@@ -321,11 +324,12 @@ def test_a_recipe_that_verifies_by_llm_has_every_mutated_candidate_checked(
         "  regions: {values: [north, south]}\nscope: {primary: concepts}\n"
         "generate: {template: '-'}\n"
     )
-    # the fake verifier answers false for every dimension: no mutated candidate embodies its
-    # cell, so none reaches the target (the dataset's own prompts were verified already)
+    # the fake verifier answers false for every dimension: no rewrite embodies its cell, so
+    # none reaches the target (the dataset's own prompts were verified already; the attacker's
+    # rewrites only, so no deterministic mutation stands in for them)
     r = aart.search.search(dataset, out=tmp_path / "out", recipe=recipe, budget=8,
                            target="search_targets:word_app", attacker="openai/attacker",
-                           base_url=fake_server.base_url)  # fmt: skip
+                           base_url=fake_server.base_url, mutations=list(MUTATIONS))  # fmt: skip
     asked = [q for q in fake_server.requests if q["model"] == "verifier"]
     assert r.queries == 4 and r.rejected == {"off-cell": len(asked)} and asked
     assert "stopped after" in r.warnings[0] and "off-cell" in r.warnings[0]

@@ -46,8 +46,10 @@ def _names(text: str | None) -> list[str] | None:
               "cells with no success yet (default uniform).")  # fmt: skip
 @click.option("--mutations", default=None, metavar="M1,M2",
               help="What the attacker may do to an elite: rephrase, persona, hypothetical, "
-              "past-tense, dataset (another prompt of the cell); on an injection dataset "
-              "also authority, fake-system, hidden-text (frames of the payload) and encoding "
+              "past-tense, dataset (another prompt of the cell); on a plain dataset also "
+              "refusal-suppression, prefix, override, role-play, fiction (frames of the "
+              "request) and obfuscate (its words converted); on an injection dataset "
+              "authority, fake-system, hidden-text (frames of the payload) and encoding "
               "(the attack's converters). Default: all.")  # fmt: skip
 @click.option("--seed", default=None, type=int, help="Seed of the iteration order (default 0).")
 @click.option("--parallel", default=None, type=click.IntRange(1, 256),

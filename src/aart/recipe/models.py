@@ -553,6 +553,13 @@ class Search(Strict):
             "hypothetical",
             "past-tense",
             "dataset",
+            # plain datasets only: frames of the request, and its words obfuscated
+            "refusal-suppression",
+            "prefix",
+            "override",
+            "role-play",
+            "fiction",
+            "obfuscate",
             # injection datasets only: frames of the payload, and its encodings
             "authority",
             "fake-system",

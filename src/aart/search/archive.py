@@ -53,6 +53,19 @@ class Elite:
     #: keys with the payload in place (``InjectionCase.fields``, and its tools)
     row: int | None = None
     case: dict[str, Any] | None = None
+    #: the request the cell check read (a frame's inside, before any frame or converter;
+    #: None: the prompt itself) and the deterministic frames put on it, innermost first
+    #: (``[mutation, form]``: ``mutate.stack`` puts them on another cell's request)
+    base: str | None = None
+    frames: list[list[Any]] = field(default_factory=list)
+    #: when the attacker's rewrite was unusable: the mutation asked, why it failed, and the
+    #: deterministic mutation made instead (``mutation``)
+    fallback: dict[str, Any] | None = None
+
+    @property
+    def request(self) -> str:
+        """The request inside the frames (what the cell check and the duplicate check read)."""
+        return self.prompt if self.base is None else self.base
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,6 +96,7 @@ class Archive:
         self.spent = [0] * len(self.cells)
         self.first_success: dict[int, int] = {}
         self._shingles: dict[int, set[int]] = {}
+        self._dup_shingles: dict[int, set[int]] = {}
 
     # -- reading -------------------------------------------------------------------------------
     def successes(self) -> int:
@@ -111,13 +125,15 @@ class Archive:
         return best
 
     def duplicates(self, i: int, text: str) -> bool:
-        """Whether ``text`` duplicates the elite of another cell of the same strategy (a
-        prompt under two strategies sends two different messages, so it is not a copy)."""
+        """Whether the request ``text`` duplicates the request of the elite of another cell
+        of the same strategy (a prompt under two strategies sends two different messages, so
+        it is not a copy). The requests inside the frames are compared: one frame around two
+        cells' requests is the same attack on two different requests, not a copy."""
         strategy = self.cells[i].get(STRATEGY_AXIS)
         sh = shingles(text)
         for j, e in self.elites.items():
             if j != i and self.cells[j].get(STRATEGY_AXIS) == strategy:
-                other = self._shingles.setdefault(j, shingles(e.prompt))
+                other = self._dup_shingles.setdefault(j, shingles(e.request))
                 if jaccard(sh, other) >= self.duplicate:
                     return True
         return False
@@ -143,10 +159,11 @@ class Archive:
         """Count the candidate's target query against cell ``i`` and keep it when it beats
         the incumbent and duplicates no other elite. Returns whether it was kept."""
         self.spent[i] += 1
-        if self.duplicates(i, candidate.prompt) or not self.beats(i, candidate):
+        if self.duplicates(i, candidate.request) or not self.beats(i, candidate):
             return False
         self.elites[i] = candidate
         self._shingles.pop(i, None)
+        self._dup_shingles.pop(i, None)
         if candidate.success and i not in self.first_success:
             self.first_success[i] = candidate.queries
         return True

@@ -41,6 +41,11 @@ def archive_line(e: Elite) -> dict[str, Any]:
         "iteration": e.iteration,
         "queries": e.queries,
     }
+    if e.frames:  # the deterministic frames around the request, innermost first
+        line["lineage"]["frames"] = e.frames
+        line["lineage"]["request"] = e.request
+    if e.fallback:  # the attacker's rewrite was unusable: what it was asked, and why
+        line["lineage"]["fallback"] = e.fallback
     line["search"] = {
         "score": e.score,
         "preference": e.preference,

@@ -38,7 +38,15 @@ from ..redteam.tally import NON_REFUSAL
 from ..steps.verify import CellVerifier
 from ..store.db import RunDB
 from .archive import MAX_CELLS, STRATEGY_AXIS, Archive, Elite, cell_key, grid
-from .mutate import INJECTION_MUTATIONS, frame, instruction
+from .mutate import (
+    INJECTION_MUTATIONS,
+    PLAIN_MUTATIONS,
+    fallbacks,
+    instruction,
+    stack,
+    step,
+    variant,
+)
 from .prefer import judge_model, prefers
 from .spec import SearchSpec
 
@@ -132,8 +140,15 @@ class SearchSession:
         self.injected = any(c is not None for c in self.cases)
         # the injection mutations frame a payload: a plain dataset's search leaves them out
         # (so its draws are those it made before they existed)
-        self.mutations = [m for m in self.spec.mutations
-                          if m != "dataset" and (self.injected or m not in INJECTION_MUTATIONS)]  # fmt: skip
+        # and an injection dataset's the plain requests' frames
+        other = PLAIN_MUTATIONS if self.injected else INJECTION_MUTATIONS
+        self.mutations = [m for m in self.spec.mutations if m != "dataset" and m not in other]
+        #: the deterministic mutations a candidate may fall back to
+        self.frame_mutations = [
+            m
+            for m in self.mutations
+            if m in (INJECTION_MUTATIONS if self.injected else PLAIN_MUTATIONS)
+        ]
         self.row_ids = [
             str((rows[i] if i < len(rows) else {}).get("id") or "") or f"p{i:06d}"
             for i in range(len(ds))
@@ -367,16 +382,31 @@ class SearchSession:
         cell = self.cells[p.cell]
         rec: dict[str, Any] = {"job": p.job, "iteration": p.iteration, "cell": cell,
                                "mutation": p.mutation}  # fmt: skip
-        plain = None  # the text the cell check reads (the payload inside a frame)
+        axes = {a: v for a, v in cell.items() if a != STRATEGY_AXIS}
+        plain = None  # the request the cell check reads (the payload inside the frames)
+        frames: list[list[Any]] = []
+        checked = False  # the request is one verified already (the dataset's, the cell's own)
         if p.row is not None:
             prompt = self.texts[p.row]
             rec["parent"] = self.row_ids[p.row]
+            checked = True  # a dataset prompt was verified when it was generated
         elif p.mutation in INJECTION_MUTATIONS:
             # a frame or an encoding of the payload: no attacker call
             assert p.parent is not None
             rec["parent"] = p.parent.id
-            plain = p.parent.prompt
-            prompt = frame(p.mutation, plain, p.job)
+            plain = p.parent.request
+            form = variant(p.mutation, p.job)
+            frames = [*p.parent.frames, [p.mutation, form]]
+            prompt = step(p.mutation, form, p.parent.prompt)
+        elif p.mutation in PLAIN_MUTATIONS:
+            # frames around the cell's own request: no attacker call, no cell to leave
+            assert p.parent is not None
+            rec["parent"] = p.parent.id
+            made = self._framed(p, p.mutation, axes)
+            if made is None:
+                return self._store(p, {**rec, "rejected": "unchanged"})
+            plain, frames, prompt = made
+            checked = True
         else:
             assert p.parent is not None
             rec["parent"] = p.parent.id
@@ -391,16 +421,41 @@ class SearchSession:
                 # the attacker's refusal of this request (a content filter, a 4xx): this
                 # candidate is not made, the search goes on
                 return self._store(p, {**rec, "rejected": f"attacker failed: {str(e)[:200]}"})
+            unusable = None
             if prompt.strip() == p.parent.prompt.strip():
-                return self._store(p, {**rec, "prompt": prompt, "rejected": "unchanged"})
+                unusable = "unchanged"
+            else:
+                checks = (await self.verifier.check([(prompt, axes)], tag=p.job))[0]
+                off = sorted(d for d, ok in checks.items() if not ok)
+                if off:
+                    unusable = f"off-cell ({', '.join(off)})"
+            checked = True
+            if unusable is not None:
+                # a small attacker often sends the prompt back or leaves the cell: a
+                # deterministic mutation of the cell's own request goes instead (its lineage
+                # says so), so the candidate still reaches the target
+                made = choice = None
+                for choice in fallbacks(self.frame_mutations, p.job):
+                    made = self._framed(p, choice, axes)
+                    if made is not None:
+                        break
+                if made is None or choice is None:
+                    return self._store(p, {**rec, "prompt": prompt, "rejected": unusable})
+                rec["fallback"] = {"from": p.mutation, "reason": unusable,
+                                   "rewrite": prompt[:500]}  # fmt: skip
+                rec["mutation"] = choice
+                plain, frames, prompt = made
         rec["prompt"] = prompt
-        axes = {a: v for a, v in cell.items() if a != STRATEGY_AXIS}
-        if p.row is None:  # a dataset prompt was verified when it was generated
+        if plain is not None and plain != prompt:
+            rec["base"] = plain
+        if frames:
+            rec["frames"] = frames
+        if not checked:
             checks = (await self.verifier.check([(plain or prompt, axes)], tag=p.job))[0]
             off = sorted(d for d, ok in checks.items() if not ok)
             if off:
                 return self._store(p, {**rec, "rejected": f"off-cell ({', '.join(off)})"})
-        if self.result.archive.duplicates(p.cell, prompt):
+        if self.result.archive.duplicates(p.cell, plain or prompt):
             return self._store(p, {**rec, "rejected": "duplicate"})
         strategy = parse_strategy(cell[STRATEGY_AXIS])
         case = self._case(p, prompt)
@@ -427,6 +482,29 @@ class SearchSession:
         finally:
             self.executor.cases.pop(p.job, None)
         return self._store(p, {**rec, **out, "queried": True})
+
+    def _framed(
+        self, p: Plan, mutation: str, axes: dict[str, str]
+    ) -> tuple[str, list[list[Any]], str] | None:
+        """A deterministic mutation for cell ``p.cell``: the parent's frames (its own, or a
+        neighbour's that showed the way in) and one more, put around the cell's own request
+        (its elite's, else its first dataset prompt). (request, frames, prompt), or None
+        when the mutation changes nothing (an obfuscation of words the request lacks)."""
+        own = self.result.archive.elites.get(p.cell)
+        if own is not None:
+            base = own.request
+        elif self.seeds[p.cell]:
+            base = self.texts[self.seeds[p.cell][0]]
+        else:
+            return None
+        source = p.parent if p.parent is not None else own
+        frames = [*(source.frames if source is not None else []),
+                  [mutation, variant(mutation, p.job)]]  # fmt: skip
+        prompt = stack(frames, base, list(axes.values()))
+        inner = stack(frames[:-1], base, list(axes.values()))
+        if prompt == inner:
+            return None
+        return base, frames, prompt
 
     def _carrier(self, p: Plan) -> int:
         """The dataset row whose carrier a mutated payload goes into: its parent's when the
@@ -489,7 +567,7 @@ class SearchSession:
             iteration=p.iteration,
             queries=r.queries,
             parent=rec.get("parent"),
-            mutation=p.mutation,
+            mutation=rec.get("mutation") or p.mutation,
             score=score,
             preference=preference,
             success=success,
@@ -498,6 +576,9 @@ class SearchSession:
             preferred=rec.get("preferred"),
             row=rec.get("row"),
             case=rec.get("case"),
+            base=rec.get("base"),
+            frames=rec.get("frames") or [],
+            fallback=rec.get("fallback"),
         )
         if rec.get("response") is None:
             elite.score = -1.0  # a target error: kept only while the cell has nothing else

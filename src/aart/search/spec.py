@@ -13,10 +13,11 @@ from pydantic import BaseModel, ConfigDict
 from ..errors import UsageError
 from ..redteam.spec import AttackSpec
 from ..redteam.strategies import parse_strategy
-from .mutate import INJECTION_MUTATIONS, MUTATIONS
+from .mutate import INJECTION_MUTATIONS, MUTATIONS, PLAIN_MUTATIONS
 
-#: every mutation a search knows (the injection ones apply to injection datasets only)
-ALL_MUTATIONS = [*MUTATIONS, *INJECTION_MUTATIONS]
+#: every mutation a search knows (the attacker's rewrites and "dataset"; the plain requests'
+#: frames apply to plain datasets only, the injection ones to injection datasets only)
+ALL_MUTATIONS = [*MUTATIONS, *PLAIN_MUTATIONS, *INJECTION_MUTATIONS]
 
 #: the defaults of the ``search:`` section's settings
 DEFAULTS: dict[str, Any] = {
