@@ -104,6 +104,30 @@ def test_unusable_rewrites_fall_back_to_frames_that_fill_every_cell(
                                            sort_keys=True)]  # fmt: skip
 
 
+def test_the_judges_read_the_cells_dataset_request_not_the_candidate(
+    dataset, tmp_path, off_cell_attacker
+):
+    # an LLM judge (the fake server's): every request it is shown is a dataset prompt, never a
+    # frame around it nor the attacker's drifted rewrite, as PAIR's judge reads its goal
+    out = tmp_path / "search"
+    aart.search.search(dataset, out=out, target="search_targets:override_app",
+                       attacker="openai/attacker", judge="openai/judge",
+                       base_url=off_cell_attacker.base_url, budget=12, pick="weighted")  # fmt: skip
+    shown = []
+    for q in off_cell_attacker.requests:
+        if q["model"] == "judge":
+            text = q["messages"][-1]["content"]
+            if "<user_request>" in text:
+                shown.append(
+                    json.loads(text.split("<user_request>")[1].split("</user_request>")[0])
+                )
+    framed = [x for x in candidates(out) if x.get("queried") and x.get("frames")]
+    assert framed and shown
+    assert set(shown) <= {p for p, _ in PROMPTS}
+    for x in framed:  # the target was sent the frame, the judges read the cell's request
+        assert x["behaviour"] == x["base"] and x["sent"] == x["prompt"] != x["base"]
+
+
 def test_a_rewrite_sent_back_unchanged_falls_back_and_without_frames_is_refused(
     tmp_path, fake_server
 ):

@@ -61,6 +61,8 @@ class Elite:
     #: when the attacker's rewrite was unusable: the mutation asked, why it failed, and the
     #: deterministic mutation made instead (``mutation``)
     fallback: dict[str, Any] | None = None
+    #: the request the judges read (the cell's dataset prompt; None: the prompt itself)
+    behaviour: str | None = None
 
     @property
     def request(self) -> str:

@@ -54,6 +54,8 @@ def archive_line(e: Elite) -> dict[str, Any]:
         "response": e.response,
         "verdicts": e.verdicts,
     }
+    if e.behaviour is not None:  # the request the judges read: the cell's dataset prompt
+        line["search"]["judged_on"] = e.behaviour
     return line
 
 

@@ -467,8 +467,15 @@ class SearchSession:
             rec["row"] = p.row if p.row is not None else self._carrier(p)
             rec["case"] = {**injected.fields(),
                            **({"tools": [t.model_dump() for t in tools]} if tools else {})}  # fmt: skip
+        # the judges read the cell's own request (a dataset prompt), as they read PAIR's goal
+        # and the static dataset's prompt: a frame or a rewrite that drifted to another ask
+        # (a small attacker's "why was it refused?") is judged on what the cell asks
+        behaviour = self._behaviour(p) if case is None else prompt
+        if behaviour != prompt:
+            rec["behaviour"] = behaviour
+        ctx = _JudgedOn(self.executor, behaviour) if behaviour != prompt else self.executor
         try:
-            out = await strategy.runner.run(self.executor, p.job, prompt, strategy)
+            out = await strategy.runner.run(ctx, p.job, prompt, strategy)
             out["verdicts"] = {k: v.as_dict() for k, v in out["verdicts"].items()}
         except ProviderError as e:
             if not isinstance(e, TargetError) and (
@@ -478,7 +485,7 @@ class SearchSession:
             # the application's unusable answer to this prompt: a query spent, no verdict
             out = {"response": None, "target_error": str(e)[:300]}
         else:
-            out.update(await self._preference(p, prompt, out))
+            out.update(await self._preference(p, behaviour, out))
         finally:
             self.executor.cases.pop(p.job, None)
         return self._store(p, {**rec, **out, "queried": True})
@@ -505,6 +512,17 @@ class SearchSession:
         if prompt == inner:
             return None
         return base, frames, prompt
+
+    def _behaviour(self, p: Plan) -> str:
+        """What the judges read as the request of a candidate of ``p``: its dataset prompt,
+        else the request its cell's elite was judged on, else the cell's first dataset
+        prompt."""
+        if p.row is not None:
+            return self.texts[p.row]
+        own = self.result.archive.elites.get(p.cell)
+        if own is not None:
+            return own.behaviour or own.prompt
+        return self.texts[self.seeds[p.cell][0]] if self.seeds[p.cell] else ""
 
     def _carrier(self, p: Plan) -> int:
         """The dataset row whose carrier a mutated payload goes into: its parent's when the
@@ -539,7 +557,8 @@ class SearchSession:
         reply = out.get("response_english") or out.get("response") or ""
         spec = self.spec.attack
         choice = await prefers(self.prefer_model, p.job, spec.app_name, spec.policy,
-                               (prompt, reply), (incumbent.prompt, incumbent.response))  # fmt: skip
+                               (prompt, reply), (incumbent.behaviour or incumbent.prompt,
+                                                 incumbent.response))  # fmt: skip
         if choice is None:
             return {}
         return {"preferred": choice, "preferred_over": incumbent.id}
@@ -579,12 +598,28 @@ class SearchSession:
             base=rec.get("base"),
             frames=rec.get("frames") or [],
             fallback=rec.get("fallback"),
+            behaviour=rec.get("behaviour"),
         )
         if rec.get("response") is None:
             elite.score = -1.0  # a target error: kept only while the cell has nothing else
         if not r.archive.offer(p.cell, elite):
             r.rejected["not better"] = r.rejected.get("not better", 0) + 1
         r.curve.append((r.queries, r.archive.successes()))
+
+
+class _JudgedOn:
+    """The executor, with its judges reading ``behaviour`` as the request: what the target
+    is sent (the candidate, under its strategy) is unchanged."""
+
+    def __init__(self, executor: Any, behaviour: str) -> None:
+        self._executor = executor
+        self._behaviour = behaviour
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._executor, name)
+
+    async def once(self, job: str, prompt: str, sent: str, back_translate: str = "") -> Any:
+        return await self._executor.once(job, self._behaviour, sent, back_translate)
 
 
 #: the refusal detector's reply states, as a preference between equal scores
