@@ -115,10 +115,14 @@ def by_judge(search_dir: Path, judges: list[str], axes: list[str]) -> dict[str, 
         return row
 
     out["search"] = count([(r["cell"], r.get("verdicts") or {}, 1) for r in sent])
-    for kind, name in (("static", "static (identity)"), ("pair", "PAIR")):
+    for kind, name, strategy in (("static", "static (identity)", "identity"),
+                                 ("pair", "PAIR", "pair")):  # fmt: skip
         for d in sorted((search_dir / "compare").glob(f"{kind}-*")):
             lines = [json.loads(x) for x in (d / "results.jsonl").read_text().splitlines() if x]
-            lines = [x for x in lines if x.get("state") not in ("failed", "not run")]
+            # PAIR's attack has the identity control beside it: its own lines only, as
+            # search.compare.figures counts them
+            lines = [x for x in lines if x.get("state") not in ("failed", "not run")
+                     and x.get("strategy") == strategy]  # fmt: skip
             out[name] = count([(x.get("cell") or {}, x.get("verdicts") or {},
                                 int(x.get("queries") or 1)) for x in lines])  # fmt: skip
     return out
