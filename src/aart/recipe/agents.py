@@ -198,6 +198,15 @@ def check_injection(r: Recipe) -> list[Problem]:
             else ("dimensions", inj.goal, "values", i)
         )
         problems += _check_goal(r, value, spec, at)
+        if spec.instructions and inj.write != "parts":
+            problems.append(
+                (
+                    (*at, "instructions") if at[0] == "generate" else at,
+                    f"goal {value!r}: `instructions` are placed by aart, which it does with "
+                    "write: parts only",
+                    "add `write: parts` under generate.injection, or remove `instructions:`",
+                )
+            )
         if inj.write == "parts" and spec.kind == "change_argument":
             missing = [k for k in ("tool", "argument", "value") if getattr(spec, k) is None]
             if missing:
