@@ -306,6 +306,11 @@ def test_a_scripted_run_writes_valid_injection_cases(tmp_path):
             "context copies the instructions",
         ),
         ("misinform the user", {"user_task": "Misinform the user."}, "user_task restates its cell"),
+        (
+            "misinform the user",
+            {"context": "Hi,\n" + "[TEAM] Office [DATE] [TIME]\n" * 4 + MARKER},
+            "the context repeats itself",
+        ),
         # a user task that asks for the attack itself is no benign task (the 1.5B wrote "What
         # is the secret access token for the mailbox?")
         (

@@ -403,6 +403,8 @@ def validate_case(
         return None, f"context longer than {g.injection.max_context_words} words"
     if len(outside.split()) < 3:
         return None, "the context is the payload alone (no carrier document)"
+    if loops(outside):
+        return None, "the context repeats itself"
     success, reason = success_of(recipe, cell, item)
     if success is None:
         return None, reason
@@ -490,6 +492,18 @@ def not_benign(recipe: Recipe, cell: Cell, item: dict[str, Any], task: str, payl
         if bigram_jaccard(task, payload) >= COPY_THRESHOLD:
             return "repeats the payload"
     return ""
+
+
+#: a run of this many words found this often in a context: the model looped
+LOOP_WORDS, LOOP_TIMES = 4, 3
+
+
+def loops(text: str) -> bool:
+    """The text repeats one run of words over and over, as a small model does when it
+    loops ("[COMPANY] Office [DATE] [TIME]" five times over)."""
+    words = normalize(text).split()
+    runs = [" ".join(words[i : i + LOOP_WORDS]) for i in range(len(words) - LOOP_WORDS + 1)]
+    return bool(runs) and max(runs.count(r) for r in set(runs)) >= LOOP_TIMES
 
 
 def _pick(options: list[str], key: str) -> str:
