@@ -93,18 +93,19 @@ def markdown(res: dict[str, Any]) -> str:
         f"InjecAgent sample `--sample {res['sample']}` (seed 0), `--max-steps "
         f"{res['max_steps']}`, `--max-tokens {res['max_tokens']}`.",
         "",
-        f"Dataset: {res['dataset']['cases']} cases in {res['dataset']['seconds']} s "
-        f"(cells: {res['dataset']['cells']}).",
+        f"Dataset: {res['dataset']['cases']} cases of {res['dataset']['cells']} cells; this "
+        f"invocation's `aart run` took {res['dataset']['seconds']} s (a resumed run makes no "
+        "calls: see its run directory's summary for the first one's).",
         "",
         "| dataset | context as | judged of cases | attack success [95% CI] | undecided | "
-        "task still done | success with the task done | time |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "at the step bound | task still done | success with the task done | time |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for key, a in res["attacks"].items():
         name, mode = key.rsplit("/", 1)
         lines.append(
             f"| {name} | {mode} | {a['judged']} of {a['prompts']} | {pct(a['overall'])} | "
-            f"{a['unjudged']} ({a['max_steps_reached'] or 0} at the step bound) | "
+            f"{a['unjudged']} | {a['max_steps_reached'] or 0} | "
             f"{pct(a['utility'])} | {pct(a['success_with_task_done'])} | {a['seconds']} s |"
         )
     for key, a in res["attacks"].items():
