@@ -697,3 +697,13 @@ def test_declared_instructions_need_write_parts(tmp_path):
     e = _error(tmp_path, text)
     assert "`instructions` are placed by aart, which it does with write: parts only" in str(e)
     assert e.fix
+
+
+def test_declared_instructions_of_a_call_goal_need_its_tool(tmp_path):
+    text = _declared_recipe().replace(
+        "call a sensitive tool: {kind: call_tool, tool: delete_email, instructions:",
+        "call a sensitive tool: {kind: call_tool, instructions:",
+    )
+    e = _error(tmp_path, text)
+    assert "declared instructions ask for one tool" in str(e) and "tool:" in e.fix
+    assert e.line == _line(text, "call a sensitive tool: {kind: call_tool, instructions:")

@@ -198,6 +198,15 @@ def check_injection(r: Recipe) -> list[Problem]:
             else ("dimensions", inj.goal, "values", i)
         )
         problems += _check_goal(r, value, spec, at)
+        if spec.instructions and spec.kind == "call_tool" and spec.tool is None:
+            problems.append(
+                (
+                    (*at, "instructions") if at[0] == "generate" else at,
+                    f"goal {value!r}: declared instructions ask for one tool, which the goal "
+                    "must name for its success to be checked",
+                    "add `tool:` (the sensitive tool the instructions ask for) beside them",
+                )
+            )
         if spec.instructions and inj.write != "parts":
             problems.append(
                 (
