@@ -5,14 +5,17 @@ same way, then set the rates side by side. Each step is the ``aart`` CLI in its 
 so the figures are what a user gets; every step resumes when re-run on the same ``--work``.
 
     python bench/bench_injection.py --injecagent /tmp/import-data/injecagent \\
-        --size small --sample 16 --work /tmp/e2e
+        --size small --sample 8 --max-steps 2 --max-tokens 120 --threads 1 --work /tmp/e2e
 
 Writes ``bench/results/injection.json`` (every attack's headline, per-axis rates, utility,
 success with the task still done, the calls per tool) and ``bench/results/injection.md``
-(the tables docs/benchmarks.md quotes). The default target is the embedded model
-(``local/default``): slow on a loaded 2-core machine (minutes per generated case, a minute or
-two per attacked case), and a 0.5B model, so its figures show how the loop reads, not how
-a real application fares. Give ``--model``/``--target`` (and ``--base-url``) for a real one.
+(the tables docs/benchmarks.md quotes). The default generator is the embedded 1.5B
+(``local/qwen2.5-coder-1.5b``, the small size's ``write: parts``: it writes the carriers,
+code the rest), the default target the embedded 0.5B (``local/default``) as the e-mail
+assistant: 0.5B and 1.5B models, so the figures show how the loop reads, not how a real
+application fares. Give ``--model``/``--target`` (and ``--base-url``) for a real one.
+An incomplete run (exit 5) still attacks what it made, and an inconclusive attack (exit 4:
+too many cases undecided at the step bound or needing an LLM judge) is reported as such.
 
 InjecAgent (MIT, Copyright (c) 2023 Qiusi Zhan) is not in the repository: clone
 https://github.com/uiuc-kang-lab/InjecAgent and pass its path. Its whole base setting is
@@ -71,6 +74,7 @@ def summary(out: Path, seconds: float) -> dict[str, Any]:
         "criteria": agent.get("criteria"),
         "tool_calls": agent.get("tool_calls"),
         "max_steps_reached": agent.get("max_steps_reached"),
+        "unjudged": a["prompts"] - a["judged"],
     }
 
 
@@ -89,17 +93,19 @@ def markdown(res: dict[str, Any]) -> str:
         f"InjecAgent sample `--sample {res['sample']}` (seed 0), `--max-steps "
         f"{res['max_steps']}`, `--max-tokens {res['max_tokens']}`.",
         "",
-        f"Dataset: {res['dataset']['cases']} cases in {res['dataset']['seconds']} s "
-        f"(cells: {res['dataset']['cells']}).",
+        f"Dataset: {res['dataset']['cases']} cases of {res['dataset']['cells']} cells; this "
+        f"invocation's `aart run` took {res['dataset']['seconds']} s (a resumed run makes no "
+        "calls: see its run directory's summary for the first one's).",
         "",
-        "| dataset | context as | cases | attack success [95% CI] | task still done | "
-        "success with the task done | time |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| dataset | context as | judged of cases | attack success [95% CI] | undecided | "
+        "at the step bound | task still done | success with the task done | time |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for key, a in res["attacks"].items():
         name, mode = key.rsplit("/", 1)
         lines.append(
             f"| {name} | {mode} | {a['judged']} of {a['prompts']} | {pct(a['overall'])} | "
+            f"{a['unjudged']} | {a['max_steps_reached'] or 0} | "
             f"{pct(a['utility'])} | {pct(a['success_with_task_done'])} | {a['seconds']} s |"
         )
     for key, a in res["attacks"].items():
@@ -118,7 +124,7 @@ def main() -> None:
     ap.add_argument("--injecagent", required=True, help="a checkout of InjecAgent")
     ap.add_argument("--size", default="small", help="the recipe's size (default small)")
     ap.add_argument("--sample", type=int, default=16, help="InjecAgent cases to attack")
-    ap.add_argument("--model", default="local/default", help="the generating model")
+    ap.add_argument("--model", default="local/qwen2.5-coder-1.5b", help="the generating model")
     ap.add_argument("--target", default="local/default")
     ap.add_argument("--base-url", default=None)
     ap.add_argument("--max-steps", type=int, default=3)
@@ -130,7 +136,15 @@ def main() -> None:
         help="repeatable (default: both)",
     )
     ap.add_argument("--work", type=Path, default=Path("/tmp/aart-bench-injection"))
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="llama.cpp threads (AART_LOCAL_THREADS; 1 on a machine shared with other work)",
+    )
     args = ap.parse_args()
+    if args.threads:
+        os.environ["AART_LOCAL_THREADS"] = str(args.threads)
     modes = args.context_as or ["tool", "document"]
     work: Path = args.work
     work.mkdir(parents=True, exist_ok=True)
@@ -139,7 +153,7 @@ def main() -> None:
     run = work / "mail"
     gen_s = aart(
         "run", "email-assistant", "--size", args.size, "--model", args.model,
-        "--out", str(run), *base,
+        "--out", str(run), *base, ok=(0, 5),
     )  # fmt: skip
     cases = sum(1 for x in (run / "dataset.jsonl").read_text().splitlines() if x.strip())
     cells = sum(1 for x in (run / "blueprint.jsonl").read_text().splitlines() if x.strip())
@@ -156,7 +170,7 @@ def main() -> None:
             s = aart(
                 "attack", str(data), "--target", args.target, "--context-as", mode,
                 "--max-steps", str(args.max_steps), "--max-tokens", str(args.max_tokens),
-                "--out", str(out), *extra, *base,
+                "--out", str(out), *extra, *base, ok=(0, 4),
             )  # fmt: skip
             attacks[f"{name}/{mode}"] = summary(out, s)
 

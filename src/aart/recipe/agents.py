@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from ..injection import ToolSpec
+from ..injection import ToolSpec, rendering_problem
 from .models import GOAL_KINDS, STANDARD_GOALS, Goal
 
 if TYPE_CHECKING:
@@ -146,6 +146,7 @@ def check_injection(r: Recipe) -> list[Problem]:
                 "name a dimension under `dimensions:`, or remove generate.injection.carrier",
             )
         )
+    problems += _check_parts(r)
     goal_dim = r.dimensions.get(inj.goal)
     if goal_dim is None:
         problems.append(
@@ -197,6 +198,88 @@ def check_injection(r: Recipe) -> list[Problem]:
             else ("dimensions", inj.goal, "values", i)
         )
         problems += _check_goal(r, value, spec, at)
+        if spec.instructions and spec.kind == "call_tool" and spec.tool is None:
+            problems.append(
+                (
+                    (*at, "instructions") if at[0] == "generate" else at,
+                    f"goal {value!r}: declared instructions ask for one tool, which the goal "
+                    "must name for its success to be checked",
+                    "add `tool:` (the sensitive tool the instructions ask for) beside them",
+                )
+            )
+        if spec.instructions and inj.write != "parts":
+            problems.append(
+                (
+                    (*at, "instructions") if at[0] == "generate" else at,
+                    f"goal {value!r}: `instructions` are placed by aart, which it does with "
+                    "write: parts only",
+                    "add `write: parts` under generate.injection, or remove `instructions:`",
+                )
+            )
+        if inj.write == "parts" and spec.kind == "change_argument":
+            missing = [k for k in ("tool", "argument", "value") if getattr(spec, k) is None]
+            if missing:
+                problems.append(
+                    (
+                        ("generate", "injection", "goals", value)
+                        if value in inj.goals
+                        else ("dimensions", inj.goal, "values", i),
+                        f"goal {value!r}: with generate.injection.write: parts, aart names "
+                        f"the changed argument itself and needs its {', '.join(missing)}",
+                        "map it under generate.injection.goals to {kind: change_argument, "
+                        "tool: ..., argument: ..., value: ...}, or use write: case",
+                    )
+                )
+    return problems
+
+
+def _check_parts(r: Recipe) -> list[Problem]:
+    """``write: parts`` and ``render``: each rendering frames a value of the technique axis
+    and is a built-in rendering or a template."""
+    inj = r.generate.injection
+    if not inj.render:
+        return []
+    at: Path = ("generate", "injection", "render")
+    if inj.write != "parts":
+        return [
+            (
+                at,
+                "generate.injection.render frames the instruction aart places, which it does "
+                "with write: parts only",
+                "add `write: parts` under generate.injection, or remove `render:`",
+            )
+        ]
+    dim = r.dimensions.get(inj.technique)
+    if dim is None or dim.values is None:
+        return [
+            (
+                at,
+                f"no dimension {inj.technique!r} with explicit values for the renderings' "
+                "techniques",
+                "name the technique dimension in generate.injection.technique, or give it "
+                "`values:`",
+            )
+        ]
+    values = [v.value for v in dim.values]
+    problems: list[Problem] = []
+    for key, rendering in inj.render.items():
+        if key not in values:
+            problems.append(
+                (
+                    (*at, key),
+                    f"{key!r} is not a value of dimension {inj.technique!r}",
+                    f"use one of: {_named(values)}",
+                )
+            )
+        elif why := rendering_problem(rendering):
+            problems.append(
+                (
+                    (*at, key),
+                    f"technique {key!r}: {why}",
+                    "name a built-in rendering, or write "
+                    "a template with {instruction} where the instruction goes",
+                )
+            )
     return problems
 
 

@@ -1,6 +1,6 @@
 """Calls and cost as a person reads them, the same in the CLI and the reports: an unpriced
 paid model costs "unpriced", never "$0.0000", and calls to the application (an HTTP or Python
-target) are not paid calls."""
+target) and to the embedded model are not paid calls."""
 
 from __future__ import annotations
 
@@ -16,10 +16,16 @@ def cost_text(u: dict[str, Any]) -> str:
 
 
 def calls_text(u: dict[str, Any]) -> str:
-    """ "N paid calls", and the calls to the target apart."""
+    """ "N paid calls", and the calls to the embedded model and to the target apart (neither
+    is paid for)."""
     target = int(u.get("target_calls") or 0)
-    paid = u["calls"] - target
-    text = f"{paid} paid call{'' if paid == 1 else 's'}"
+    local = int(u.get("local_calls") or 0)
+    paid = u["calls"] - target - local
+    parts = []
+    if paid or not local:
+        parts.append(f"{paid} paid call{'' if paid == 1 else 's'}")
+    if local:
+        parts.append(f"{local} embedded-model call{'' if local == 1 else 's'} (no cost)")
     if target:
-        text += f" and {target} call{'' if target == 1 else 's'} to the target"
-    return text
+        parts.append(f"{target} call{'' if target == 1 else 's'} to the target")
+    return " and ".join(parts)

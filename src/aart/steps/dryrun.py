@@ -19,6 +19,15 @@ from .verify import verify_estimate
 #: output tokens per second of one request, when the recipe gives none: the embedded model's,
 #: measured on a 2-core machine (bench/bench_embedded.py); a fake model answers at once
 KNOWN_SPEEDS = {"local": 20.0, "fake": float("inf")}
+#: the embedded models by name: (prompt tokens read, tokens written) per second. Reading the
+#: prompt is most of a call's time when the answer is short (an injection case's generation
+#: prompt is about 1,000 tokens): the 1.5B's calls of the e-mail assistant's small size took
+#: 12-73 s (about 30 s each) for 1,030 tokens read and 80-180 written, on one thread of a
+#: shared 2-core machine; the 0.5B reads and writes about three times faster
+LOCAL_SPEEDS = {
+    "local/default": (150.0, 20.0),
+    "local/qwen2.5-coder-1.5b": (50.0, 7.0),
+}
 
 
 def dry_run(
@@ -76,9 +85,15 @@ def dry_run(
     if verify_calls:
         v_cost = _priced(r, verify_model, verify_prompt, verify_completion, batch)
         gen_cost = None if gen_cost is None or v_cost is None else gen_cost + v_cost
-    seconds = None if batch else _seconds(r, gen_model, define_completion + completion)
+    seconds = (
+        None
+        if batch
+        else _seconds(
+            r, gen_model, define_completion + completion, define_tokens - define_completion + prompt
+        )
+    )
     if seconds is not None and verify_calls:
-        v_seconds = _seconds(r, verify_model, verify_completion)
+        v_seconds = _seconds(r, verify_model, verify_completion, verify_prompt)
         seconds = None if v_seconds is None else seconds + v_seconds
     b = r.budget
     over = []
@@ -125,8 +140,12 @@ def _priced(
     return (price.batch() if batch else price).cost(Usage(prompt, completion))
 
 
-def _seconds(r: Recipe, name: str, completion: int) -> float | None:
+def _seconds(r: Recipe, name: str, completion: int, prompt: int = 0) -> float | None:
     provider = name.partition("/")[0]
+    if provider == "local" and not r.models.tokens_per_second:
+        # the embedded model reads the prompt on the same cores: its time counts
+        read, write = LOCAL_SPEEDS.get(name, LOCAL_SPEEDS["local/default"])
+        return prompt / read + completion / write
     speed = r.models.tokens_per_second or KNOWN_SPEEDS.get(provider)
     if speed is None:
         return None

@@ -100,10 +100,13 @@ class CellVerifier:
                 result[LANGUAGE_AXIS] = native
             out.append(result)
         llm_dims = [d for d, m in self.methods.items() if m == "llm"]
-        if llm_dims and items:
-            answers = await self._ask(items, llm_dims, tag)
-            for result, answer in zip(out, answers, strict=True):
-                result.update(answer)
+        # only what an item's cell holds is asked of it (an injection's payload is checked on
+        # part of its cell: a technique rendered by code is not asked)
+        asked = [i for i, (_, cell) in enumerate(items) if any(d in cell for d in llm_dims)]
+        if llm_dims and asked:
+            answers = await self._ask([items[i] for i in asked], llm_dims, tag)
+            for i, answer in zip(asked, answers, strict=True):
+                out[i].update({d: ok for d, ok in answer.items() if d in items[i][1]})
         return out
 
     async def _ask(

@@ -230,12 +230,13 @@ class RunDB:
         """Calls, tokens and cost. ``cost`` is None when a paid model without a price was
         called (``unpriced`` names them; ``priced_cost`` is what the priced ones cost);
         ``target_calls`` are the calls to HTTP and Python targets, which are not paid per
-        token."""
+        token, ``local_calls`` those to the embedded model."""
         row = self.conn.execute(
             "SELECT COUNT(*), COALESCE(SUM(prompt_tokens),0), COALESCE(SUM(completion_tokens),0),"
             " COALESCE(SUM(cost),0), COALESCE(SUM(error IS NOT NULL),0),"
             " COALESCE(SUM(model LIKE 'http/%' OR model LIKE 'python/%'),0),"
-            " COALESCE(SUM(cache_key = ?),0) FROM calls WHERE cache_key != ''",
+            " COALESCE(SUM(cache_key = ?),0), COALESCE(SUM(model LIKE 'local/%'),0)"
+            " FROM calls WHERE cache_key != ''",
             (IN_FLIGHT,),
         ).fetchone()
         unpriced = [
@@ -256,6 +257,8 @@ class RunDB:
             "unpriced": unpriced,
             # sent by a process killed before their answers came (tokens and cost unknown)
             "in_flight": row[6],
+            # to the embedded model (llama.cpp on this machine): not paid for
+            "local_calls": row[7],
         }
 
     def failed_calls(self) -> list[dict[str, Any]]:

@@ -34,7 +34,31 @@ def engine_thread() -> ThreadPoolExecutor:
         return _ENGINE_THREAD
 
 
+#: the environment variable that sets llama.cpp's thread count when the options do not (on a
+#: machine shared with other work, one thread each runs faster than threads waiting on each other)
+THREADS_ENV = "AART_LOCAL_THREADS"
+
+
+def threads(n_threads: int | None) -> int:
+    """The engine's thread count: the options', else AART_LOCAL_THREADS, else the cores."""
+    if n_threads:
+        return n_threads
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if raw:
+        try:
+            n = int(raw)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise ConfigError(
+                f"{THREADS_ENV}={raw!r} is not a positive whole number; set it to 1, 2, ..."
+            )
+        return n
+    return os.cpu_count() or 2
+
+
 def load_engine(path: str, n_ctx: int, n_threads: int | None) -> Any:
+    n = threads(n_threads)
     try:
         from llama_cpp import Llama
     except ImportError as e:
@@ -48,7 +72,7 @@ def load_engine(path: str, n_ctx: int, n_threads: int | None) -> Any:
                 _ENGINES[key] = Llama(
                     model_path=path,
                     n_ctx=n_ctx,
-                    n_threads=n_threads or os.cpu_count() or 2,
+                    n_threads=n,
                     verbose=False,
                 )
             except (ValueError, RuntimeError) as e:
