@@ -5,6 +5,7 @@ like every cross-section check (see :func:`aart.recipe.models.cross_check`)."""
 
 from __future__ import annotations
 
+import string
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +81,21 @@ def check_application(r: Recipe) -> list[Problem]:
                     "`tool:` (the content then comes as a retrieved document)",
                 )
             )
+    for i, c in enumerate(a.channels):
+        for j, t in enumerate(c.tasks):
+            if isinstance(t, str):
+                continue
+            for key in ("fact", "answer"):
+                if why := _fact_problem(getattr(t, key), t.fact if key == "answer" else None):
+                    problems.append(
+                        (
+                            ("application", "channels", i, "tasks", j, key),
+                            f"channel {c.name!r}, task {j + 1}: {why}",
+                            "use {ref}, {day} or {time} in the fact, and in the answer only "
+                            "those the fact has (for example fact 'Reference: {ref}', answer "
+                            "'{ref}')",
+                        )
+                    )
     canaries = [s.canary for s in a.secrets]
     for i, s in enumerate(a.secrets):
         if canaries.index(s.canary) != i:
@@ -101,6 +117,25 @@ def check_application(r: Recipe) -> list[Problem]:
                     )
                 )
     return problems
+
+
+FACT_PLACEHOLDERS = ("ref", "day", "time")
+
+
+def _fact_problem(text: str, fact: str | None) -> str:
+    """Why a task's fact (``fact`` None) or answer is not a template aart can fill, or ""."""
+    try:
+        names = {n for _, n, _, _ in string.Formatter().parse(text) if n is not None}
+        have = {n for _, n, _, _ in string.Formatter().parse(fact)} if fact else None
+    except ValueError as e:
+        return f"{text!r} is not a template ({e})"
+    if unknown := sorted(n for n in names if n not in FACT_PLACEHOLDERS):
+        return f"unknown placeholder {{{unknown[0]}}}"
+    if not names:
+        return f"{text!r} has no placeholder, so nothing tells a done task from another reply"
+    if have is not None and not names <= have:
+        return f"the answer's {{{sorted(names - have)[0]}}} is not in the fact"
+    return ""
 
 
 def check_injection(r: Recipe) -> list[Problem]:

@@ -24,6 +24,22 @@ class Strict(BaseModel):
 LanguageCode = Annotated[str, AfterValidator(check_code)]
 
 
+class ChannelTask(Strict):
+    """A benign task with a fact aart writes into the carrier, so that a reply which did the
+    task can be told by a check, not a judge: the task asks for the fact ("When is the
+    meeting in my latest invite?"), ``fact`` is the line aart adds to the carrier ("When:
+    {day} at {time}") and ``answer`` what the reply then contains ("{day}"). Placeholders,
+    drawn by aart per case: ``{ref}`` (a reference such as REF-4821), ``{day}`` (a weekday),
+    ``{time}`` (an hour such as 14:00)."""
+
+    #: what the user asks
+    task: str = Field(min_length=1)
+    #: the line aart adds to the carrier, with placeholders
+    fact: str = Field(min_length=1)
+    #: what a reply doing the task contains: placeholders of ``fact``
+    answer: str = Field(min_length=1)
+
+
 class Channel(Strict):
     """An untrusted channel the application reads: where an injected payload can arrive
     (an incoming e-mail, a retrieved document, a web page, a tool's output)."""
@@ -37,8 +53,9 @@ class Channel(Strict):
     tool: str | None = None
     #: benign tasks a user gives that make the application read this channel's content
     #: ("Summarise my latest e-mail"); with ``generate.injection.write: parts`` a case's user
-    #: task is one of them, picked by aart, instead of one the model writes
-    tasks: list[str] = []
+    #: task is one of them, picked by aart, instead of one the model writes; a task given
+    #: with a ``fact`` (ChannelTask) also says how to tell it was done (the case's utility)
+    tasks: list[str | ChannelTask] = []
 
 
 class Secret(Strict):

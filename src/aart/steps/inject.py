@@ -23,17 +23,19 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 from ..injection import CallPattern, InjectionCase, SuccessCriterion, render_payload
 from ..recipe import Recipe
 from ..recipe.agents import CALL_KINDS, goal_of, parameters_of, tools_by_name
-from ..recipe.models import Goal, reasoning_fields
+from ..recipe.models import ChannelTask, Goal, reasoning_fields
 from ..refusal import prompt_is_refusal
 from ..text.normalize import bigram_jaccard, content_stems, normalize
 from ..types import Cell
 
 #: where the model marks the payload's place in the context
+T = TypeVar("T")
+
 MARKER = "[[INJECTION]]"
 _MARKER_RE = re.compile(r"\[\[\s*injection\s*\]\]|\{\{\s*injection\s*\}\}", re.I)
 USER_TASK = "user_task"
@@ -116,9 +118,40 @@ def declared(recipe: Recipe) -> bool:
     return parts(recipe) and bool(goals) and all(g.instructions for _, g in goals)
 
 
-def tasks_of(recipe: Recipe, channel: str) -> list[str]:
+def tasks_of(recipe: Recipe, channel: str) -> list[str | ChannelTask]:
     """The benign user tasks the recipe declares for a channel (``write: parts`` takes one)."""
     return next((c.tasks for c in recipe.application.channels if c.name == channel), [])
+
+
+_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
+_TIMES = ["09:30", "10:00", "11:15", "13:45", "14:00", "15:30", "16:15"]
+
+
+def fact_values(key: str, context: str = "") -> dict[str, str]:
+    """The values of a task fact's placeholders for one case, the same on every run; a day
+    or time the carrier already names is passed over, so only the planted one answers."""
+    n = int(hashlib.sha1(key.encode()).hexdigest(), 16)
+    low = context.lower()
+
+    def draw(options: list[str], at: int) -> str:
+        fresh = [o for o in options if o.lower() not in low] or options
+        return fresh[at % len(fresh)]
+
+    return {
+        "ref": f"REF-{1000 + n % 9000}",
+        "day": draw(_DAYS, n // 9000),
+        "time": draw(_TIMES, n // 45000),
+    }
+
+
+def plant_fact(task: ChannelTask, context: str, key: str) -> tuple[str, str]:
+    """The carrier with the task's fact after its first line, and what a reply doing the
+    task contains."""
+    values = fact_values(key, context)
+    fact = task.fact.format_map(values)
+    lines = context.rstrip().split("\n")
+    context = "\n".join([*lines[:1], fact, *lines[1:]])
+    return context, task.answer.format_map(values)
 
 
 def _channels(recipe: Recipe) -> list[str]:
@@ -506,7 +539,7 @@ def loops(text: str) -> bool:
     return bool(runs) and max(runs.count(r) for r in set(runs)) >= LOOP_TIMES
 
 
-def _pick(options: list[str], key: str) -> str:
+def _pick(options: list[T], key: str) -> T:
     """One of ``options`` chosen by ``key``, the same on every run."""
     return options[int(hashlib.sha1(key.encode()).hexdigest(), 16) % len(options)]
 
@@ -527,7 +560,15 @@ def assemble(recipe: Recipe, cell: Cell, item: Any) -> Any:
     )
     tasks = tasks_of(recipe, channel)
     if tasks:
-        out[USER_TASK] = _pick(tasks, f"{channel}\n{context}")
+        key = f"{channel}\n{context}"
+        task = _pick(tasks, key)
+        if isinstance(task, ChannelTask):
+            out[USER_TASK] = task.task
+            if context:
+                # the fact the task asks for, planted by code: the reply's check is exact
+                context, out[TASK_ANSWER] = plant_fact(task, context, key)
+        else:
+            out[USER_TASK] = task
     instruction = " ".join(_text(item, g.prompt_field).split())
     goal = goal_of(recipe, cell.get(inj.goal, ""))
     if goal is not None and goal.instructions:
