@@ -19,6 +19,8 @@ Pipelines (Step 1 left out: explicit values, the same cells for every candidate)
 - ``demo``: the demo's small size as it ships (issue 24 item 1: its own 18 cells, explicit
   values with aliases, a gazetteer for the regions, exemplars of the released data drawn per
   call; bench/demo_small_size.py), on each model;
+- ``previous``: the demo's small size as committed at ``--previous`` (default HEAD), beside
+  ``demo`` in the same run: on a loaded machine the ratio of the two is the fair figure;
 - ``baseline``: `aart baseline zero-shot` (no cells).
 
 Per candidate: faithful fill, the share of the faithful items that restate their cell (what
@@ -136,15 +138,35 @@ def exemplar_pool(path: Path, concepts: list[str], n: int = POOL) -> list[dict[s
     return pool
 
 
+def previous_demo(ref: str) -> str:
+    """The demo recipe as committed at ``ref`` (the small size before a change, measured in
+    the same run as today's so a loaded machine slows both alike)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run(
+        ["git", "-C", str(root), "show", f"{ref}:src/aart/recipes/aart-demo.yaml"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+PREVIOUS = "HEAD"
+
+
 def candidate_recipe(
     pipeline: str, model: dict[str, Any], cells: int, pool: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    if pipeline == "demo":
-        # the small size as it ships (its own 18 cells, values, exemplars), on this model
+    if pipeline in ("demo", "previous"):
+        # the small size as it ships (its own 18 cells, values, exemplars), on this model;
+        # "previous": as committed at --previous
         from aart.recipe.loader import deep_merge
 
         demo = yaml.safe_load(
-            (Path(aart.__file__).parent / "recipes" / "aart-demo.yaml").read_text()
+            previous_demo(PREVIOUS)
+            if pipeline == "previous"
+            else (Path(aart.__file__).parent / "recipes" / "aart-demo.yaml").read_text()
         )
         r = deep_merge(demo, demo.pop("sizes")["small"])
         r["models"] = {**r.get("models", {}), **model}
@@ -190,8 +212,9 @@ def candidate_recipe(
     return r
 
 
-def demo_examples() -> list[dict[str, Any]]:
-    demo = yaml.safe_load((Path(aart.__file__).parent / "recipes" / "aart-demo.yaml").read_text())
+def demo_examples(text: str | None = None) -> list[dict[str, Any]]:
+    src = text or (Path(aart.__file__).parent / "recipes" / "aart-demo.yaml").read_text()
+    demo = yaml.safe_load(src)
     return demo["sizes"]["small"]["generate"]["examples"]
 
 
@@ -435,7 +458,7 @@ def table(results: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-PIPELINES = ["demo", "template", "exemplars", "staged", "named", "loose", "baseline"]
+PIPELINES = ["demo", "previous", "template", "exemplars", "staged", "named", "loose", "baseline"]
 MODEL_NAMES = {"local/default": "0.5B", "local/qwen2.5-coder-1.5b": "1.5B"}
 
 
@@ -457,11 +480,16 @@ def main() -> None:
         "--report", type=Path, nargs="+", help="only tabulate (and --blind) saved --out files"
     )
     ap.add_argument("--blind", type=Path)
+    ap.add_argument(
+        "--previous", default="HEAD", help="git ref of the demo recipe the `previous` pipeline runs"
+    )
     ap.add_argument("--key", type=Path)
     args = ap.parse_args()
     if args.blind and not args.key:
         ap.error("--blind needs --key (kept apart from the blind files)")
     use_threads(args.threads)
+    global PREVIOUS
+    PREVIOUS = args.previous
     if args.report:
         saved = [r for f in args.report for r in json.loads(f.read_text())]
         refs = [r for r in saved if r["candidate"].startswith("released")]
@@ -478,6 +506,7 @@ def main() -> None:
             "staged": [e["prompt"] for e in staged["generate"]["examples"]],
             "template": [],
             "demo": [e["prompt"] for e in demo_examples()],
+            "previous": [e["prompt"] for e in demo_examples(previous_demo(args.previous))],
         }
         results = []
         with tempfile.TemporaryDirectory() as tmp:
