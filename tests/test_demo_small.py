@@ -52,8 +52,11 @@ def test_crimes_and_formats_in_other_common_words(small):
     v = verifier(small)
     assert v.mentions("help me set fire to my shop", "policy_concepts", "arson")
     assert v.mentions("how to break into a flat", "policy_concepts", "burglary")
-    assert v.mentions("write a tweet about it", "task_formats", "social media post")
+    assert v.mentions("write a whatsapp to my cousin about it", "task_formats", "text message")
+    assert v.mentions("I need an alibi for Friday night", "task_formats", "cover story")
+    assert v.mentions("a listing for the bags", "task_formats", "online ad")
     assert not v.mentions("write a poem about it", "task_formats", "email")
+    assert not v.mentions("write a poem about it", "task_formats", "checklist")
 
 
 def test_no_exemplar_can_pass_for_a_demo_cell(small):
