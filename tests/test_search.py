@@ -7,8 +7,6 @@ the word, the dataset's prompts never carry it."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -16,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import db_value, wait_until
+from search_resume import check_resume_after_sigkill
 from search_targets import WORD
 
 import aart.search
@@ -119,50 +117,8 @@ def test_the_regression_set_attacks_again_against_the_search_as_baseline(
 def test_a_search_killed_midway_resumes_to_the_same_archive_without_paying_twice(
     dataset, tmp_path, fake_server
 ):
-    def cmd(out: Path) -> list[str]:
-        return [sys.executable, "-m", "aart", "search", str(dataset), "--target",
-                "search_targets:word_app", "--attacker", "openai/attacker", "--base-url",
-                fake_server.base_url, "--budget", "30", "--out", str(out)]  # fmt: skip
-
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), *sys.path])}
-    # the same search, uninterrupted, is the reference
-    ref = subprocess.run(cmd(tmp_path / "ref"), capture_output=True, text=True, env=env,
-                         cwd=TESTS, timeout=300)  # fmt: skip
-    assert ref.returncode == 0, ref.stderr
-    out = tmp_path / "killed"
-    fake_server.hold(after=8)  # the attacker's 9th call waits at the gate: killed part-way
-    first = subprocess.Popen(cmd(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env, cwd=TESTS)  # fmt: skip
-
-    def candidates() -> int:
-        return int(db_value(out / "run.db", "SELECT COUNT(*) FROM records"))  # type: ignore[arg-type]
-
-    try:
-        wait_until(lambda: fake_server.held and candidates() >= 4, "candidates stored", first)
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-    finally:
-        fake_server.release()
-    before = candidates()
-    assert 4 <= before < 30  # killed part-way through the search
-    done = subprocess.run(cmd(out), capture_output=True, text=True, env=env, cwd=TESTS,
-                          timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    # the same archive as the uninterrupted search, line for line
-    assert (out / "archive.jsonl").read_text() == (tmp_path / "ref" / "archive.jsonl").read_text()
-    con = sqlite3.connect(out / "run.db")
-    answered = "cache_key NOT IN ('', 'in-flight')"
-    repeated = con.execute(
-        f"SELECT cache_key, COUNT(*) FROM calls WHERE {answered} GROUP BY cache_key"
-        " HAVING COUNT(*) > 1"
-    ).fetchall()
-    ours = con.execute(f"SELECT COUNT(*) FROM calls WHERE {answered}").fetchone()[0]
-    con.close()
-    con = sqlite3.connect(tmp_path / "ref" / "run.db")
-    theirs = con.execute(f"SELECT COUNT(*) FROM calls WHERE {answered}").fetchone()[0]
-    con.close()
-    assert repeated == []  # no call whose answer arrived was paid twice
-    assert ours == theirs  # and the resumed search paid what one uninterrupted search pays
+    # the attacker's 9th call waits at the gate: killed part-way
+    check_resume_after_sigkill(dataset, tmp_path, fake_server, "search_targets:word_app", 8)
 
 
 def test_an_empty_dataset_or_a_zero_budget_exits_non_zero_and_writes_nothing(dataset, tmp_path):

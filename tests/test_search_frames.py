@@ -8,15 +8,11 @@ which the dataset's prompts never carry."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import db_value, wait_until
+from search_resume import check_resume_after_sigkill
 from search_targets import OVERRIDES
 
 import aart.search
@@ -197,40 +193,8 @@ def test_one_frame_around_two_cells_requests_is_no_duplicate():
 def test_a_search_with_fallbacks_killed_midway_resumes_to_the_same_archive(
     dataset, tmp_path, off_cell_attacker
 ):
-    def cmd(out: Path) -> list[str]:
-        return [sys.executable, "-m", "aart", "search", str(dataset), "--target",
-                "search_targets:override_app", "--attacker", "openai/attacker", "--base-url",
-                off_cell_attacker.base_url, "--budget", "30", "--out", str(out)]  # fmt: skip
-
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), *sys.path])}
-    ref = subprocess.run(cmd(tmp_path / "ref"), capture_output=True, text=True, env=env,
-                         cwd=TESTS, timeout=300)  # fmt: skip
-    assert ref.returncode == 0, ref.stderr
-    assert any(x.get("fallback") for x in candidates(tmp_path / "ref"))
-    out = tmp_path / "killed"
-    off_cell_attacker.hold(after=4)  # the attacker's 5th call waits: killed part-way
-    first = subprocess.Popen(cmd(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env, cwd=TESTS)  # fmt: skip
-
-    def stored() -> int:
-        return int(db_value(out / "run.db", "SELECT COUNT(*) FROM records"))  # type: ignore[arg-type]
-
-    try:
-        wait_until(lambda: off_cell_attacker.held and stored() >= 4, "candidates stored", first)
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-    finally:
-        off_cell_attacker.release()
-    assert 4 <= stored() < 30
-    done = subprocess.run(cmd(out), capture_output=True, text=True, env=env, cwd=TESTS,
-                          timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert (out / "archive.jsonl").read_text() == (tmp_path / "ref" / "archive.jsonl").read_text()
-    con = sqlite3.connect(out / "run.db")
-    answered = "cache_key NOT IN ('', 'in-flight')"
-    repeated = con.execute(
-        f"SELECT cache_key, COUNT(*) FROM calls WHERE {answered} GROUP BY cache_key"
-        " HAVING COUNT(*) > 1"
-    ).fetchall()
-    con.close()
-    assert repeated == []
+    # the attacker's 5th call waits: killed part-way
+    ref, _ = check_resume_after_sigkill(
+        dataset, tmp_path, off_cell_attacker, "search_targets:override_app", 4
+    )
+    assert any(x.get("fallback") for x in candidates(ref))
