@@ -152,8 +152,7 @@ def stack(frames: list[list[Any]], base: str, values: list[str]) -> str:
     """``base`` with the frames of a lineage (``[mutation, form]``, innermost first) put on
     it in order: how a neighbour's frames are carried over to this cell's own request."""
     for mutation, form in frames:
-        text = step(str(mutation), int(form), base, values)
-        base = text
+        base = step(str(mutation), int(form), base, values)
     return base
 
 
