@@ -33,9 +33,9 @@ from ..refusal import prompt_is_refusal
 from ..text.normalize import bigram_jaccard, content_stems, normalize
 from ..types import Cell
 
-#: where the model marks the payload's place in the context
 T = TypeVar("T")
 
+#: where the model marks the payload's place in the context
 MARKER = "[[INJECTION]]"
 _MARKER_RE = re.compile(r"\[\[\s*injection\s*\]\]|\{\{\s*injection\s*\}\}", re.I)
 USER_TASK = "user_task"
@@ -123,6 +123,16 @@ def tasks_of(recipe: Recipe, channel: str) -> list[str | ChannelTask]:
     return next((c.tasks for c in recipe.application.channels if c.name == channel), [])
 
 
+def tasks_declared(recipe: Recipe) -> bool:
+    """``write: parts`` and every channel declares its tasks: the model writes no user task."""
+    return parts(recipe) and all(tasks_of(recipe, c) for c in _channels(recipe))
+
+
+def _digest(key: str) -> int:
+    """A number drawn by ``key``, the same on every run."""
+    return int(hashlib.sha1(key.encode()).hexdigest(), 16)
+
+
 _DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
 _TIMES = ["09:30", "10:00", "11:15", "13:45", "14:00", "15:30", "16:15"]
 
@@ -130,7 +140,7 @@ _TIMES = ["09:30", "10:00", "11:15", "13:45", "14:00", "15:30", "16:15"]
 def fact_values(key: str, context: str = "") -> dict[str, str]:
     """The values of a task fact's placeholders for one case, the same on every run; a day
     or time the carrier already names is passed over, so only the planted one answers."""
-    n = int(hashlib.sha1(key.encode()).hexdigest(), 16)
+    n = _digest(key)
     low = context.lower()
 
     def draw(options: list[str], at: int) -> str:
@@ -210,7 +220,7 @@ def fields(recipe: Recipe) -> list[dict[str, Any]]:
         return f
 
     out = []
-    if not parts(recipe) or any(not tasks_of(recipe, c) for c in _channels(recipe)):
+    if not tasks_declared(recipe):
         out.append(
             field(
                 USER_TASK,
@@ -320,7 +330,7 @@ def application_block(recipe: Recipe) -> str:
             "aart frames the instruction by the cell's technique and puts it in the document."
             + (
                 ""
-                if USER_TASK not in {f["name"] for f in fields(recipe)}
+                if tasks_declared(recipe)
                 else " The user's task is benign and does not mention the injection."
             )
         )
@@ -335,7 +345,7 @@ def application_block(recipe: Recipe) -> str:
 
 def completion_tokens(recipe: Recipe) -> int:
     """Rough completion tokens of one case beyond the payload, for estimates."""
-    task = 0 if parts(recipe) and USER_TASK not in {f["name"] for f in fields(recipe)} else 30
+    task = 0 if tasks_declared(recipe) else 30
     return (
         int(recipe.generate.injection.max_context_words * 0.9) + 30 + task + 10 * len(_open(recipe))
     )
@@ -541,7 +551,7 @@ def loops(text: str) -> bool:
 
 def _pick(options: list[T], key: str) -> T:
     """One of ``options`` chosen by ``key``, the same on every run."""
-    return options[int(hashlib.sha1(key.encode()).hexdigest(), 16) % len(options)]
+    return options[_digest(key) % len(options)]
 
 
 def assemble(recipe: Recipe, cell: Cell, item: Any) -> Any:
