@@ -82,6 +82,18 @@ def test_sizes_override(tmp_path):
         load_recipe(path, "huge")
 
 
+def test_a_size_removes_a_base_key_with_null(tmp_path):
+    # a size that changes the mix must be able to drop the base's per-value settings, which
+    # another mix rejects (before: "primary only applies to mix per-value")
+    text = MINI_RECIPE + (
+        "sizes:\n  mixed:\n    scope:\n      mix: balanced\n      primary: null\n"
+        "      attempts_per_value: null\n      sample: null\n      attempts: 2\n"
+    )
+    scope = load_recipe(write_recipe(tmp_path, text), "mixed").recipe.scope
+    assert (scope.mix, scope.primary, scope.attempts) == ("balanced", None, 2)
+    assert "attempts_per_value" not in scope.model_fields_set
+
+
 def test_unknown_recipe_name_lists_builtins():
     with pytest.raises(RecipeError, match="aart-demo"):
         load_recipe("no-such-recipe")

@@ -54,9 +54,14 @@ def _locations(node: yaml.Node, path: KeyPath, out: dict[KeyPath, tuple[int, int
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``override`` merged in, maps key by key; an override's ``null`` removes
+    the base's key (so a size can drop a setting, such as ``scope.primary`` under another
+    mix, and get its default back)."""
     out = copy.deepcopy(base)
     for k, v in override.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
+        if v is None:
+            out.pop(k, None)
+        elif isinstance(v, dict) and isinstance(out.get(k), dict):
             out[k] = deep_merge(out[k], v)
         else:
             out[k] = copy.deepcopy(v)

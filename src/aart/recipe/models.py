@@ -647,7 +647,8 @@ class Recipe(Strict):
     attack: AttackSection = AttackSection()
     #: `aart search`'s settings
     search: Search = Search()
-    #: overrides merged into the recipe by ``--size NAME`` (the built-ins have ``small``)
+    #: overrides merged into the recipe by ``--size NAME`` (the built-ins have ``small``); a
+    #: ``null`` removes the recipe's key
     sizes: dict[str, dict[str, Any]] = {}
 
     @field_validator("dimensions")
