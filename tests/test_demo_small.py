@@ -169,3 +169,29 @@ def test_the_small_size_neither_forces_the_values_words_nor_shows_rejected_promp
     assert full.generate.name_values and full.generate.avoid_hint
     user = render_messages(full, attempt)[-1].content
     assert "using the value's words" in user and rejected in user
+
+
+def test_the_token_bench_variants_load_and_keep_the_18_cells(tmp_path):
+    """bench/bench_demo_tokens.py's variants are the shipped size with fewer prompt tokens
+    per cell; the ones with more cells a call change the mix, which needs a size's null to
+    drop the per-value settings. Each must load and deal the same 18 cells' values."""
+    import sys
+    from collections import Counter
+    from pathlib import Path
+
+    from aart.steps.scope import build_blueprint
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+    import bench_demo_tokens as bench
+
+    for name in bench.VARIANTS:
+        recipe = load_recipe(str(bench.write_variant(name, tmp_path, 0)), "small").recipe
+        values = {d: [v.value for v in dim.values or []] for d, dim in recipe.dimensions.items()}
+        blueprint = build_blueprint(recipe, values)
+        cells = [c for a in blueprint for c in a.cells]
+        assert len(cells) == 18, name
+        per_axis = {d: Counter(c[d] for c in cells) for d in values}
+        assert all(len(c) == 6 for c in per_axis.values()), name
+        assert set(per_axis["policy_concepts"].values()) == {3}, name
+        per_call = {a.queries for a in blueprint}
+        assert per_call == {recipe.scope.queries_per_attempt}, name
