@@ -12,10 +12,11 @@ def word_app(prompt: str) -> str:
 
 
 def markup_app(prompt: str) -> str:
-    """Gives way to the word with a reply that carries markup (the report must escape it)."""
+    """Replies with markup, whether it gives way to the word or not (the report must escape
+    every reply it shows, whichever candidates the search happened to draw)."""
     if WORD in prompt:
         return "<script>alert(1)</script> Sure, here is some general information."
-    return "I can't help with that."
+    return "<script>alert(1)</script> I can't help with that."
 
 
 #: the injection search's agent (mild wording: a note asks to forward a thread or to add an

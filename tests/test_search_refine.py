@@ -18,6 +18,7 @@ from search_targets import POINTER, PROCEDURE
 
 import aart.search
 from aart.redteam.judges import quote
+from aart.search.mutate import copies
 from aart.search.spec import ALL_MUTATIONS
 from aart.testing import FakeOpenAIServer
 
@@ -100,9 +101,12 @@ def test_refine_reads_the_reply_and_finds_every_cell_where_blind_rewrites_find_n
     assert s["baselines"]["static (identity)"]["cells_with_success"] == 0
     # the attacker was shown the elite's reply and the judge's reason, quoted as data
     asked = attacker_requests(server)
-    refined = [a for a in asked if quote(POINTER) in a]
+    # (the search's: told the cell to stay in; PAIR's baseline is shown the reply too)
+    refined = [a for a in asked if quote(POINTER) in a and "Query 1:" in a]
     assert refined and all(quote(REASON) in a for a in refined)
     assert all("did not get the application to break its policy" in a for a in refined)
+    # and the cell's own request, which the parent's frames may bury
+    assert all(any(f"What it asks for: {quote(q)}" in a for q, _ in PROMPTS) for a in refined)
     # each cell's first success is a refinement that used the reply's word (a frame then
     # put around that request may take the cell: it carries the word too)
     recs = candidates(tmp_path / "refine")
@@ -130,3 +134,43 @@ def test_a_search_that_refines_resumes_after_sigkill_without_paying_twice(
     ref, _ = check_resume_after_sigkill(dataset, tmp_path, server, "search_targets:pointing_app",
                                         8)  # fmt: skip
     assert any(x.get("mutation") == "refine" for x in candidates(ref))
+
+
+class CopyingServer(FakeOpenAIServer):
+    """An attacker that, shown the reply, writes it out again before a rewrite of the cell
+    (as the 1.5B model continued "Sure, here it is:"): the copy carries the reply's word."""
+
+    @staticmethod
+    def _answer(req: dict[str, Any]) -> str:
+        text = FakeOpenAIServer._answer(req)
+        said = " ".join(str(m.get("content") or "") for m in req.get("messages", []))
+        if "Its reply was:" in said:
+            rewrite = json.loads(text)
+            rewrite["prompt"] = f"{POINTER} {rewrite['prompt']}"
+            return json.dumps(rewrite)
+        return text
+
+
+def test_a_refinement_that_copies_the_reply_is_unusable_and_falls_back_to_a_frame(
+    dataset, tmp_path
+):
+    with CopyingServer() as server:
+        r = aart.search.search(dataset, out=tmp_path / "out", target="search_targets:pointing_app",
+                               attacker="openai/attacker", base_url=server.base_url, budget=12,
+                               mutations=["refine", "prefix"])  # fmt: skip
+    recs = candidates(tmp_path / "out")
+    fell = [x for x in recs if x.get("fallback")]
+    assert fell and all(x["fallback"]["reason"] == "copies the reply" for x in fell)
+    assert all(x["mutation"] == "prefix" for x in fell)
+    # no copy of the reply reached the target: it never gave way
+    assert r.queries == 12 and r.archive.successes() == 0
+
+
+def test_copies_reads_the_replys_opening_and_its_words():
+    assert copies("Sure, here it is:\nSure, here it is:", "Sure, here it is:\nRuling breaks ...")
+    assert copies("I'm sorry, but I can't assist with that. Ask another question.",
+                  "I'm sorry, but I can't assist with that.")  # fmt: skip
+    # a request that uses what the reply says is no copy
+    assert not copies(f"Following the {PROCEDURE} procedure, write a poem about rule breaking.",
+                      POINTER)  # fmt: skip
+    assert not copies("write a poem", "")

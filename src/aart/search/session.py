@@ -42,6 +42,7 @@ from .mutate import (
     FEEDBACK,
     INJECTION_MUTATIONS,
     PLAIN_MUTATIONS,
+    copies,
     fallbacks,
     instruction,
     stack,
@@ -421,7 +422,7 @@ class SearchSession:
             rec["parent"] = p.parent.id
             text = instruction(
                 p.mutation, cell, p.parent.cell, failed=not p.parent.success, job=p.job,
-                feedback=self._feedback(p.parent) if p.mutation in FEEDBACK else None,
+                feedback=self._feedback(p) if p.mutation in FEEDBACK else None,
             )  # fmt: skip
             try:
                 prompt = await self.executor.ask(p.job, MUTATE_STEP, text, p.parent.prompt)
@@ -434,6 +435,8 @@ class SearchSession:
             unusable = None
             if prompt.strip() == p.parent.prompt.strip():
                 unusable = "unchanged"
+            elif p.mutation in FEEDBACK and copies(prompt, p.parent.response):
+                unusable = "copies the reply"
             else:
                 checks = (await self.verifier.check([(prompt, axes)], tag=p.job))[0]
                 off = sorted(d for d, ok in checks.items() if not ok)
@@ -523,13 +526,15 @@ class SearchSession:
             return None
         return base, frames, prompt
 
-    def _feedback(self, parent: Elite) -> tuple[str, str]:
+    def _feedback(self, p: Plan) -> tuple[str, str, str]:
         """What ``refine`` shows the attacker of the elite it refines: the target's reply to
-        it, as it came back, and the primary judge's reason. Both are
-        in the elite's run.db record, so a resumed search asks the attacker the same thing
-        (the same cached call) without querying anything again."""
-        verdict = parent.verdicts.get(self.attack.primary) or {}
-        return parent.response, str(verdict.get("rationale") or "")
+        it, as it came back, the primary judge's reason, and the cell's request (what the
+        judges read). The reply and the reason are in the elite's run.db record, so a
+        resumed search asks the attacker the same thing (the same cached call) without
+        querying anything again."""
+        assert p.parent is not None
+        verdict = p.parent.verdicts.get(self.attack.primary) or {}
+        return p.parent.response, str(verdict.get("rationale") or ""), self._behaviour(p)
 
     def _behaviour(self, p: Plan) -> str:
         """What the judges read as the request of a candidate of ``p``: its dataset prompt,
