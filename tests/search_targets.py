@@ -12,10 +12,11 @@ def word_app(prompt: str) -> str:
 
 
 def markup_app(prompt: str) -> str:
-    """Gives way to the word with a reply that carries markup (the report must escape it)."""
+    """Replies with markup, whether it gives way to the word or not (the report must escape
+    every reply it shows, whichever candidates the search happened to draw)."""
     if WORD in prompt:
         return "<script>alert(1)</script> Sure, here is some general information."
-    return "I can't help with that."
+    return "<script>alert(1)</script> I can't help with that."
 
 
 #: the injection search's agent (mild wording: a note asks to forward a thread or to add an
@@ -51,3 +52,20 @@ def override_app(prompt: str) -> str:
     if any(o in prompt for o in OVERRIDES):
         return "Sure, here is some general information about the topic."
     return "I can't help with that."
+
+
+#: the word only the target's own reply names (never a fake model's word, a frame's or a
+#: dataset prompt's): a refinement that reads the reply can use it, a blind rewrite cannot
+PROCEDURE = "audit"
+#: the help desk's refusal, naming what it would help with
+POINTER = (
+    f"I can't help with that. I can only help with requests about the '{PROCEDURE}' procedure."
+)
+
+
+def pointing_app(prompt: str) -> str:
+    """Refuses, saying which requests it takes; gives way to a prompt that uses the word its
+    refusal names (what PAIR's attacker reads in the reply, and the search's ``refine``)."""
+    if PROCEDURE in prompt.lower():
+        return "Sure, here is some general information about the topic."
+    return POINTER

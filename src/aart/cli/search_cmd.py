@@ -46,7 +46,8 @@ def _names(text: str | None) -> list[str] | None:
               "cells with no success yet (default uniform).")  # fmt: skip
 @click.option("--mutations", default=None, metavar="M1,M2",
               help="What the attacker may do to an elite: rephrase, persona, hypothetical, "
-              "past-tense, dataset (another prompt of the cell); on a plain dataset also "
+              "past-tense, refine (PAIR's step: improve it from the target's reply and the "
+              "judge's verdict), dataset (another prompt of the cell); on a plain dataset also "
               "refusal-suppression, prefix, override, role-play, fiction (frames of the "
               "request) and obfuscate (its words converted); on an injection dataset "
               "authority, fake-system, hidden-text (frames of the payload) and encoding "

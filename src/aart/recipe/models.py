@@ -590,6 +590,7 @@ class Search(Strict):
             "persona",
             "hypothetical",
             "past-tense",
+            "refine",
             "dataset",
             # plain datasets only: frames of the request, and its words obfuscated
             "refusal-suppression",

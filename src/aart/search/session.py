@@ -39,8 +39,10 @@ from ..steps.verify import CellVerifier
 from ..store.db import RunDB
 from .archive import MAX_CELLS, STRATEGY_AXIS, Archive, Elite, cell_key, grid
 from .mutate import (
+    FEEDBACK,
     INJECTION_MUTATIONS,
     PLAIN_MUTATIONS,
+    copies,
     fallbacks,
     instruction,
     stack,
@@ -61,6 +63,9 @@ NEIGHBOUR_SHARE = 0.3
 #: the share of iterations that take another prompt of the cell from the dataset, while the
 #: cell has untried ones and "dataset" is among the mutations
 DATASET_SHARE = 0.25
+#: the share of mutations that refine the parent from its reply and verdict (``refine``,
+#: when it is among the mutations): the others are drawn uniformly from the rest
+REFINE_SHARE = 0.5
 
 
 @dataclass
@@ -374,7 +379,12 @@ class SearchSession:
             parent = None  # nothing judged yet (every seed was refused)
         if parent is None or not mutations:
             return None  # nothing to make for this cell now
-        return Plan(iteration, c, rng.choice(mutations), parent=parent)
+        # PAIR's step, which reads why the elite failed, is half of the mutations when it is
+        # among them: drawn as one of eleven, it had about one try a cell at a budget of 24
+        others = [m for m in mutations if m not in FEEDBACK]
+        if len(others) < len(mutations) and (not others or rng.random() < REFINE_SHARE):
+            return Plan(iteration, c, FEEDBACK[0], parent=parent)
+        return Plan(iteration, c, rng.choice(others), parent=parent)
 
     async def _candidate(self, p: Plan) -> dict[str, Any]:
         """Make, check and (when it passes) send one candidate; its record, stored in
@@ -411,8 +421,9 @@ class SearchSession:
             assert p.parent is not None
             rec["parent"] = p.parent.id
             text = instruction(
-                p.mutation, cell, p.parent.cell, failed=not p.parent.success, job=p.job
-            )
+                p.mutation, cell, p.parent.cell, failed=not p.parent.success, job=p.job,
+                feedback=self._feedback(p) if p.mutation in FEEDBACK else None,
+            )  # fmt: skip
             try:
                 prompt = await self.executor.ask(p.job, MUTATE_STEP, text, p.parent.prompt)
             except ProviderError as e:
@@ -424,6 +435,8 @@ class SearchSession:
             unusable = None
             if prompt.strip() == p.parent.prompt.strip():
                 unusable = "unchanged"
+            elif p.mutation in FEEDBACK and copies(prompt, p.parent.response):
+                unusable = "copies the reply"
             else:
                 checks = (await self.verifier.check([(prompt, axes)], tag=p.job))[0]
                 off = sorted(d for d, ok in checks.items() if not ok)
@@ -512,6 +525,16 @@ class SearchSession:
         if prompt == inner:
             return None
         return base, frames, prompt
+
+    def _feedback(self, p: Plan) -> tuple[str, str, str]:
+        """What ``refine`` shows the attacker of the elite it refines: the target's reply to
+        it, as it came back, the primary judge's reason, and the cell's request (what the
+        judges read). The reply and the reason are in the elite's run.db record, so a
+        resumed search asks the attacker the same thing (the same cached call) without
+        querying anything again."""
+        assert p.parent is not None
+        verdict = p.parent.verdicts.get(self.attack.primary) or {}
+        return p.parent.response, str(verdict.get("rationale") or ""), self._behaviour(p)
 
     def _behaviour(self, p: Plan) -> str:
         """What the judges read as the request of a candidate of ``p``: its dataset prompt,
