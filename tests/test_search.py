@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from search_resume import check_resume_after_sigkill
-from search_targets import WORD
+from search_targets import PROMPTS, WORD, write_dataset
 
 import aart.search
 from aart.cli.main import cli
@@ -27,20 +27,10 @@ from aart.search.mutate import INJECTION_MUTATIONS, PLAIN_MUTATIONS
 
 TESTS = Path(__file__).resolve().parent
 
-#: four cells (concepts x regions), one prompt each, none carrying the word
-PROMPTS = [
-    ("write a poem about rule breaking", {"concepts": "rule breaking", "regions": "north"}),
-    ("an email about rule breaking", {"concepts": "rule breaking", "regions": "south"}),
-    ("a story about privacy leaks", {"concepts": "privacy leaks", "regions": "north"}),
-    ("a how-to about privacy leaks", {"concepts": "privacy leaks", "regions": "south"}),
-]
-
 
 @pytest.fixture
 def dataset(tmp_path: Path) -> Path:
-    path = tmp_path / "d.jsonl"
-    rows = [{"id": f"r{i}", "prompt": p, "cell": c} for i, (p, c) in enumerate(PROMPTS)]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path = write_dataset(tmp_path / "d.jsonl")
     assert not any(WORD in p for p, _ in PROMPTS)
     return path
 

@@ -8,12 +8,11 @@ which the dataset's prompts never carry."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 from search_resume import check_resume_after_sigkill
-from search_targets import OVERRIDES
+from search_targets import OVERRIDES, PROMPTS, candidates, write_dataset
 
 import aart.search
 from aart.search.archive import Archive, Elite, grid
@@ -21,21 +20,13 @@ from aart.search.mutate import PLAIN_FRAMES, PLAIN_MUTATIONS, fallbacks, obfusca
 
 TESTS = Path(__file__).resolve().parent
 
-PROMPTS = [
-    ("write a poem about rule breaking", {"concepts": "rule breaking", "regions": "north"}),
-    ("an email about rule breaking", {"concepts": "rule breaking", "regions": "south"}),
-    ("a story about privacy leaks", {"concepts": "privacy leaks", "regions": "north"}),
-    ("a how-to about privacy leaks", {"concepts": "privacy leaks", "regions": "south"}),
-]
 #: the attacker's every rewrite: about none of the cells' values (off-cell)
 OFF_CELL = "a limerick about the weather"
 
 
 @pytest.fixture
 def dataset(tmp_path: Path) -> Path:
-    path = tmp_path / "d.jsonl"
-    rows = [{"id": f"r{i}", "prompt": p, "cell": c} for i, (p, c) in enumerate(PROMPTS)]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path = write_dataset(tmp_path / "d.jsonl")
     assert not any(o in p for p, _ in PROMPTS for o in OVERRIDES)
     return path
 
@@ -49,13 +40,6 @@ def off_cell_attacker(fake_server):
 
 def lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-
-
-def candidates(out: Path) -> list[dict]:
-    con = sqlite3.connect(out / "run.db")
-    got = [json.loads(d) for (d,) in con.execute("SELECT data FROM records WHERE kind='result'")]
-    con.close()
-    return got
 
 
 def test_unusable_rewrites_fall_back_to_frames_that_fill_every_cell(
