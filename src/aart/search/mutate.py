@@ -130,8 +130,6 @@ PLAIN_FRAMES: dict[str, tuple[str, ...]] = {
 #: ("obfuscate": a keyword filter no longer sees them, the model still reads them)
 OBFUSCATIONS = ("leetspeak", "homoglyphs", "case-mix", "spacing")
 PLAIN_MUTATIONS: tuple[str, ...] = (*PLAIN_FRAMES, "obfuscate")
-#: every deterministic mutation (no attacker call)
-FRAMES: tuple[str, ...] = (*INJECTION_MUTATIONS, *PLAIN_MUTATIONS)
 
 
 def _index(n: int, job: str) -> int:

@@ -144,16 +144,13 @@ class SearchSession:
         ]  # fmt: skip
         self.injected = any(c is not None for c in self.cases)
         # the injection mutations frame a payload: a plain dataset's search leaves them out
-        # (so its draws are those it made before they existed)
-        # and an injection dataset's the plain requests' frames
-        other = PLAIN_MUTATIONS if self.injected else INJECTION_MUTATIONS
+        # (so its draws are those it made before they existed), and an injection dataset's
+        # the plain requests' frames
+        own, other = ((INJECTION_MUTATIONS, PLAIN_MUTATIONS) if self.injected
+                      else (PLAIN_MUTATIONS, INJECTION_MUTATIONS))  # fmt: skip
         self.mutations = [m for m in self.spec.mutations if m != "dataset" and m not in other]
         #: the deterministic mutations a candidate may fall back to
-        self.frame_mutations = [
-            m
-            for m in self.mutations
-            if m in (INJECTION_MUTATIONS if self.injected else PLAIN_MUTATIONS)
-        ]
+        self.frame_mutations = [m for m in self.mutations if m in own]
         self.row_ids = [
             str((rows[i] if i < len(rows) else {}).get("id") or "") or f"p{i:06d}"
             for i in range(len(ds))
@@ -438,10 +435,7 @@ class SearchSession:
             elif p.mutation in FEEDBACK and copies(prompt, p.parent.response):
                 unusable = "copies the reply"
             else:
-                checks = (await self.verifier.check([(prompt, axes)], tag=p.job))[0]
-                off = sorted(d for d, ok in checks.items() if not ok)
-                if off:
-                    unusable = f"off-cell ({', '.join(off)})"
+                unusable = await self._off_cell(prompt, axes, p.job)
             checked = True
             if unusable is not None:
                 # a small attacker often sends the prompt back or leaves the cell: a
@@ -463,11 +457,8 @@ class SearchSession:
             rec["base"] = plain
         if frames:
             rec["frames"] = frames
-        if not checked:
-            checks = (await self.verifier.check([(plain or prompt, axes)], tag=p.job))[0]
-            off = sorted(d for d, ok in checks.items() if not ok)
-            if off:
-                return self._store(p, {**rec, "rejected": f"off-cell ({', '.join(off)})"})
+        if not checked and (off := await self._off_cell(plain or prompt, axes, p.job)):
+            return self._store(p, {**rec, "rejected": off})
         if self.result.archive.duplicates(p.cell, plain or prompt):
             return self._store(p, {**rec, "rejected": "duplicate"})
         strategy = parse_strategy(cell[STRATEGY_AXIS])
@@ -502,6 +493,13 @@ class SearchSession:
         finally:
             self.executor.cases.pop(p.job, None)
         return self._store(p, {**rec, **out, "queried": True})
+
+    async def _off_cell(self, text: str, axes: dict[str, str], job: str) -> str | None:
+        """Why ``text`` does not embody the cell's ``axes`` (the same check as generation's),
+        or None when it does."""
+        checks = (await self.verifier.check([(text, axes)], tag=job))[0]
+        off = sorted(d for d, ok in checks.items() if not ok)
+        return f"off-cell ({', '.join(off)})" if off else None
 
     def _framed(
         self, p: Plan, mutation: str, axes: dict[str, str]
