@@ -181,8 +181,8 @@ async def ask_until(
     unparsed: str,
 ) -> T | str:
     """The first of up to ``tries`` answers (seeds 0, 1, ...) that ``parse`` reads, or why
-    there is none: a provider's error, or ``unparsed`` and the last answer quoted. A down endpoint raises, as
-    in ``rate``."""
+    there is none: a provider's error, or ``unparsed`` and the last answer quoted. A down
+    endpoint raises, as in ``rate``."""
     last = ""
     for i in range(tries):
         try:
