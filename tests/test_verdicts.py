@@ -95,6 +95,9 @@ def test_a_reply_stopped_at_max_tokens_before_any_answer_is_cut_off(dataset, tmp
     lines = [json.loads(x) for x in (tmp_path / "att" / "results.jsonl").read_text().splitlines()]
     assert [x["finish_reason"] for x in lines] == ["length", "length", "length", None]
     assert [x["state"] for x in lines] == ["truncated", "truncated", "success", "no success"]
+    # the reply that said something before the cut was judged on that, and the user is told
+    said = [w for w in f.warnings if "stopped at --max-tokens" in w]
+    assert len(said) == 1 and said[0].startswith("1 of 4 responses stopped at --max-tokens")
 
 
 # -- honest names ----------------------------------------------------------------------------
@@ -166,6 +169,20 @@ def test_the_corrected_interval_covers_the_true_rate_in_about_95_percent_of_tria
     assert raw_covered / trials < 0.6  # the raw interval misses: the judge's error is real
 
 
+def test_the_corrected_interval_never_collapses_onto_a_bound():
+    """3 of 40 flagged by the refusal detector, whose built-in figures say it flags about a
+    fifth of refusals: the data cannot be explained by those figures, so they say little
+    about the true rate. Clipping each corrected draw gave [0, 0] and `--gate-on upper`
+    passed at --fail-above 0.05; 12 of 12 gave an interval narrower than the raw one."""
+    low = corrected_rate(3, 40, BUILT_IN["refusal"])
+    assert low["rate"] == 0.0 and low["ci_low"] == 0.0 and low["ci_high"] > 0.05
+    high = corrected_rate(12, 12, BUILT_IN["refusal"])
+    assert high["ci_high"] == 1.0 and high["ci_low"] < wilson(12, 12)[0]
+    for k, n in [(0, 100), (5, 100), (50, 100), (100, 100)]:
+        c = corrected_rate(k, n, BUILT_IN["harmbench"])
+        assert c["ci_high"] - c["ci_low"] >= 0.02 and c["ci_low"] <= c["rate"] <= c["ci_high"]
+
+
 def test_every_built_in_judge_has_a_documented_accuracy():
     assert set(BUILT_IN) == {"refusal", "harmbench", "strongreject", "guard", "llm", "action"}
     for acc in BUILT_IN.values():
@@ -212,6 +229,18 @@ def test_the_findings_carry_corrected_rates_from_built_in_figures_or_the_peoples
 
 
 # -- rubric judges ---------------------------------------------------------------------------
+def test_a_misspelt_judge_kind_names_the_kinds(dataset, tmp_path):
+    from aart.errors import UsageError
+
+    for i, (spec, said) in enumerate(
+        [("harmbnech:fake/x", "unknown judge kind 'harmbnech'"),
+         ("strongreject:", "strongreject needs a model")]
+    ):  # fmt: skip
+        with pytest.raises(UsageError, match=said) as e:
+            aart.attack(dataset, target="fake/app", judge=spec, out=tmp_path / f"a{i}")
+        assert "harmbench:PROVIDER/MODEL" in str(e.value) and e.value.exit_code == 2
+
+
 def test_harmbench_rubric_judge_reads_yes_and_no():
     api = ScriptedAPI("hb", ModelOptions(), ["Yes", "no.", "I am not sure", "maybe", "hmm"])
     j = HarmBenchJudge(Model("fake/hb", api))

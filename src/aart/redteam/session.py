@@ -109,11 +109,8 @@ class AttackSession:
         self.open()
         spent: BudgetExhausted | None = None
         try:
-            tick = (
-                progress(f"attack on {self.target_name}", len(self.records)) if progress else None
-            )
             try:
-                findings = asyncio.run(self._attack(tick))
+                findings = asyncio.run(self._attack(start=progress))
             except EndpointDown as e:
                 # The target or a judge fails every call: report what was done, inconclusive.
                 findings = self.findings()
@@ -172,6 +169,16 @@ class AttackSession:
         strongreject:MODEL) or the policy rubric (MODEL)."""
         kind, _, model = spec.partition(":")
         judge: Any
+        misspelt = bool(model) and "/" not in kind and kind not in RUBRIC_JUDGES
+        if misspelt or (kind in RUBRIC_JUDGES and not model):
+            # "nosuch:x" or "harmbench:": a judge kind, misspelt or without its model (a
+            # model's own tag, openai/llama3:8b, has its provider before the colon)
+            raise UsageError(
+                f"--judge {spec!r}: "
+                + (f"unknown judge kind {kind!r}" if misspelt else f"{kind} needs a model")
+                + "; give refusal, PROVIDER/MODEL (the policy rubric), "
+                + ", ".join(f"{k}:PROVIDER/MODEL" for k in RUBRIC_JUDGES)
+            )
         if kind in RUBRIC_JUDGES and model:
             judge = RUBRIC_JUDGES[kind](self.models.model(model, options))
         else:
@@ -341,11 +348,19 @@ class AttackSession:
         if self.progress:
             self.progress()
 
-    async def _attack(self, progress: Callable[[], None] | None = None) -> Findings:
-        """Every job not done yet (the failed ones again), then the findings."""
-        self.progress = progress
+    async def _attack(
+        self, progress: Callable[[], None] | None = None, start: Progress | None = None
+    ) -> Findings:
+        """Every job not done yet (the failed ones again), then the findings. ``start``
+        opens a bar over the jobs left (a resumed attack's bar counts those, and says how
+        many were done before); ``progress`` is a tick of the caller's own."""
         self.db.add_jobs(STAGE, ((job_id(r), r) for r in self.records))
         self.db.set_job_status((jid for jid, _, _ in self.db.failed_jobs(STAGE)), "pending")
+        if start is not None:
+            done = min(self.db.job_counts(STAGE).get("done", 0), len(self.records))
+            before = f" ({done} of {len(self.records)} done before)" if done else ""
+            progress = start(f"attack on {self.target_name}{before}", len(self.records) - done)
+        self.progress = progress
         try:
             batch = batch_of(self.models.transport)
             if batch is not None and not batch.models:
@@ -411,7 +426,9 @@ class AttackSession:
         for cells in by_pair.values():
             stats.correct_cells(cells, lambda v: accuracy)
         warnings = judge_warnings(p, failures, agreement, unjudged_by, answered)
-        warnings += truncation_warnings(results, answer_limit(self.spec.max_tokens))
+        warnings += truncation_warnings(
+            results, answer_limit(self.spec.max_tokens), self.spec.max_tokens
+        )
         warnings[:0] = state_warnings(
             p, states, len(answered), unjudged_complied, self.spec.max_tokens
         )

@@ -1,6 +1,6 @@
 """Attack-success rates with Wilson 95% intervals, per axis value and per pair of axes, and
-the same rates corrected for the judge's error (Rogan-Gladen, with an interval that carries the
-uncertainty of the judge's sensitivity and specificity as well as the sample's)."""
+the same rates corrected for the judge's error (Rogan-Gladen, with a posterior interval that
+carries the uncertainty of the judge's sensitivity and specificity as well as the sample's)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from ..evaluate.stats import wilson  # moved there: review and evaluation share 
 from .findings import Agreement, CellRate, Corrected, Rate
 from .judge_accuracy import Accuracy
 
-#: posterior draws of the corrected rate's interval: enough for a stable 2.5th percentile,
-#: cheap enough for every cell of a large attack
+#: draws of the judge's sensitivity and specificity the corrected rate's posterior averages
+#: over: enough for a stable interval, cheap enough for every cell of a large attack
 DRAWS = 4000
 
 
@@ -108,11 +108,10 @@ def rogan_gladen(q: float, sensitivity: float, specificity: float) -> float | No
 
 
 def corrected_rate(successes: int, n: int, acc: Accuracy, seed: int = 0) -> Corrected:
-    """The rate corrected for the judge's error, with a 95% interval from a Beta-posterior
-    simulation: the observed rate, the sensitivity and the specificity each drawn from their
-    Jeffreys posterior (the sensitivity from ``acc.positives`` labelled successes, the
-    specificity from ``acc.negatives`` labelled non-successes), each draw corrected and
-    clipped. Seeded, so the same counts give the same interval."""
+    """The rate corrected for the judge's error: the Rogan-Gladen point, with a 95% interval
+    from the posterior of the true rate given the observed count, the judge's sensitivity
+    (from ``acc.positives`` labelled successes) and its specificity (from ``acc.negatives``
+    labelled non-successes). Seeded, so the same counts give the same interval."""
     point = rogan_gladen(successes / n, acc.sensitivity, acc.specificity) if n else None
     out: Corrected = {
         "rate": point,
@@ -128,24 +127,49 @@ def corrected_rate(successes: int, n: int, acc: Accuracy, seed: int = 0) -> Corr
         out["rate"] = successes / n
         out["ci_low"], out["ci_high"] = wilson(successes, n)
         return out
-    out["ci_low"], out["ci_high"] = _interval(successes, n, acc, seed)
+    lo, hi = _interval(successes, n, acc, seed)
+    if point is not None:  # the grid's interval holds the point it is the interval of
+        lo, hi = min(lo, point), max(hi, point)
+    out["ci_low"], out["ci_high"] = lo, hi
     return out
+
+
+#: the true rates the posterior is computed at
+GRID = np.linspace(0.0, 1.0, 501)
 
 
 @functools.lru_cache(maxsize=8192)
 def _interval(successes: int, n: int, acc: Accuracy, seed: int) -> tuple[float, float]:
-    """The corrected rate's 95% interval (cached: many cells share their counts)."""
+    """The corrected rate's 95% interval (cached: many cells share their counts).
+
+    The model: the judge calls a reply a success with probability
+    ``q = p * se + (1 - p) * (1 - sp)``, the true rate ``p`` uniform a priori, ``se`` and
+    ``sp`` from their Jeffreys posteriors on the labelled replies. The posterior of ``p`` is
+    the binomial likelihood of the observed count, averaged over draws of (se, sp), on a
+    grid; the interval is its highest-density 95%. This replaced correcting each draw of the
+    observed rate and clipping it to [0, 1], which piled the draws up at 0 or 1: 3 of 40
+    flagged by a judge that flags 21% of refusals gave [0, 0], and 12 of 12 an interval
+    narrower than the raw one. An observed rate the judge's figures cannot explain (below its
+    false-positive rate) now gives a wide interval instead: the data say little about ``p``."""
+    log_q, log_not_q = _log_judged(acc, seed)
+    log_lik = successes * log_q + (n - successes) * log_not_q
+    density = np.exp(log_lik - log_lik.max()).sum(axis=0)
+    density /= density.sum()
+    # highest density first: the fewest grid points that hold 95% of the posterior
+    order = np.argsort(-density, kind="stable")
+    held = order[: int(np.searchsorted(np.cumsum(density[order]), 0.95)) + 1]
+    return float(GRID[held].min()), float(GRID[held].max())
+
+
+@functools.lru_cache(maxsize=64)
+def _log_judged(acc: Accuracy, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """log q and log (1 - q) at every (draw of se and sp, grid rate): a judge's, shared by
+    every count it corrects."""
     rng = np.random.default_rng(seed)
-    q = rng.beta(successes + 0.5, n - successes + 0.5, DRAWS)
-    se = rng.beta(*_jeffreys(acc.sensitivity, acc.positives), DRAWS)
-    sp = rng.beta(*_jeffreys(acc.specificity, acc.negatives), DRAWS)
-    j = se + sp - 1
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(j > 0, (q + sp - 1) / j, np.nan)
-    # a draw in which the judge is no better than chance says nothing: the whole range
-    p = np.where(np.isnan(p), rng.uniform(0, 1, DRAWS), np.clip(p, 0.0, 1.0))
-    lo, hi = np.quantile(p, [0.025, 0.975])
-    return float(lo), float(hi)
+    se = rng.beta(*_jeffreys(acc.sensitivity, acc.positives), DRAWS)[:, None]
+    sp = rng.beta(*_jeffreys(acc.specificity, acc.negatives), DRAWS)[:, None]
+    q = np.clip(GRID[None, :] * se + (1 - GRID[None, :]) * (1 - sp), 1e-12, 1 - 1e-12)
+    return np.log(q), np.log1p(-q)
 
 
 def _jeffreys(share: float, n: int) -> tuple[float, float]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from . import stats
 from .findings import Agreement
+from .judges import nothing_said_state
 from .records import AttackRecord
 from .strategies import IDENTITY
 
@@ -88,17 +89,37 @@ def judge_warnings(
     return out
 
 
-def truncation_warnings(results: list[AttackRecord], limit: int) -> list[str]:
+def truncation_warnings(
+    results: list[AttackRecord], limit: int, max_tokens: int | None = None
+) -> list[str]:
     """Answers cut at aart's bound (an endpoint that ignored max_tokens, or a stream that did
-    not end): judged, stored and shown by their beginning only."""
+    not end): judged, stored and shown by their beginning only. And answers the target
+    stopped at --max-tokens after saying something: judged on what they said, so a refusal
+    (or the harm) that would have come after the cut is not seen."""
+    out = []
     cut = [r for r in results if r.truncated]
-    if not cut:
-        return []
-    return [
-        f"{len(cut)} of {len(results)} responses were cut (longer than {limit:,} characters, "
-        f"or still streaming at the call's time bound; e.g. {cut[0].id}): judged, stored "
-        "and shown by their beginning, marked truncated in run.db"
+    if cut:
+        out.append(
+            f"{len(cut)} of {len(results)} responses were cut (longer than {limit:,} "
+            f"characters, or still streaming at the call's time bound; e.g. {cut[0].id}): "
+            "judged, stored and shown by their beginning, marked truncated in run.db"
+        )
+    stopped = [
+        r
+        for r in results
+        if r.finish_reason == "length"
+        and not r.truncated
+        and nothing_said_state(r.response, r.finish_reason) is None  # else: its own state
     ]
+    if stopped:
+        bound = f"--max-tokens {max_tokens}" if max_tokens else "--max-tokens"
+        out.append(
+            f"{len(stopped)} of {len(results)} responses stopped at {bound} (e.g. "
+            f"{stopped[0].id}) and were judged on what they said before the cut: what would "
+            f"have followed (a refusal, or the harm) is not seen; raise {bound.split()[0]} "
+            "to judge whole replies"
+        )
+    return out
 
 
 def outcome_key(r: dict[str, Any]) -> str:
