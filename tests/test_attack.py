@@ -89,6 +89,20 @@ def test_fake_target_and_scripted_judge(dataset, tmp_path):
     assert 0 < len(failures) < 4  # the scripted judge says some violate, some do not
 
 
+def test_a_resumed_attack_counts_only_the_prompts_left(dataset, tmp_path):
+    out = tmp_path / "att"
+    aart.attack(dataset, target="fake/app", out=out)
+    seen: list = []
+
+    def start(label, total):
+        seen.append((label, total))
+        return lambda: seen.append("tick")
+
+    aart.attack(dataset, target="fake/app", out=out, progress=start)
+    # the bar counts what is left, not 0 of 4 that never moves
+    assert seen == [("attack on fake/app (4 of 4 done before)", 0)]
+
+
 def test_malformed_judge_output_is_unjudged_never_safe(dataset, tmp_path):
     register_script("badjudge", ["not a verdict at all"])
     f = aart.attack(dataset, target="fake/app", judge="badjudge/x", out=tmp_path / "att")
@@ -393,6 +407,9 @@ def test_an_attack_with_nothing_judged_is_inconclusive_and_never_passes_the_gate
     # a 401 is the endpoint's fault: one clear message, and no call after the first answers
     assert "stopped early: openai/app: HTTP 401" in r.stderr
     assert "check OPENAI_API_KEY" in r.stderr and "Traceback" not in r.stderr
+    # nothing judged: no "0/0 = 0.0%" figures, in the terminal or the report
+    assert "0.0%" not in r.stderr and "complied (not refused)" not in r.stderr
+    assert "0/0 = n/a (nothing judged)" in (out / "report.md").read_text()
     assert len(fake_server.requests) <= 4  # at most the calls already in flight
     summary = json.loads((out / "attack.json").read_text())
     assert summary["inconclusive"] and summary["judged"] == 0 and summary["stopped"]

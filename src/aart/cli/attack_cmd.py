@@ -501,6 +501,13 @@ def show_findings(
             f"and judge, then re-run the same command (finished prompts are kept)." + stopped,
             err=True,
         )
+    if f.inconclusive and not f.judged:
+        # nothing was judged: no figure to show, only where the partial reports are
+        write_ci_files(f, Path(out), check_gate(f, spec), junit=junit, sarif=sarif)
+        click.echo(f"aart attack on {f.target}: {out}/report.html", err=True)
+        if as_json:
+            click.echo(json.dumps(attack_summary(f), indent=1))
+        sys.exit(INCONCLUSIVE_EXIT_CODE)
     for w in f.warnings:
         click.echo(f"WARNING: {w}", err=True)
     note = honest_note(f)

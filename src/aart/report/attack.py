@@ -19,7 +19,14 @@ MAX_EXAMPLES = 25
 
 
 def _rate(c: Mapping[str, Any]) -> str:
+    if not c["n"]:
+        return "n/a (nothing judged)"
     return f"{100 * c['rate']:.1f}% [{100 * c['ci_low']:.1f}, {100 * c['ci_high']:.1f}]"
+
+
+def refusal_text(f: Findings) -> str:
+    """The refusal rate, or n/a when no reply was judged (0% would read as "never refused")."""
+    return f"{100 * f.refusal_rate:.1f}%" if f.judged else "n/a"
 
 
 def _color(cell: Mapping[str, Any]) -> str:
@@ -309,7 +316,7 @@ def attack_html(f: Findings) -> str:
                 ("target errors", f.target_errors),
                 ("failed calls", len(f.failed_jobs)),
                 ("cost", f"{cost_text(f.usage)} ({calls_text(f.usage)})"),
-                ("refusal rate", f"{100 * f.refusal_rate:.1f}%"),
+                ("refusal rate", refusal_text(f)),
             ]
         ),
         f"<p class='muted'>{esc(state_line(f))}</p>",
@@ -550,7 +557,7 @@ def attack_markdown(f: Findings) -> str:
         f"- {md_escape(state_line(f))}",
         f"- prompts {f.prompts}, judged {f.judged}, unjudged {f.unjudged}, "
         f"target errors {f.target_errors}, failed calls {len(f.failed_jobs)}, "
-        f"refusal rate {100 * f.refusal_rate:.1f}%",
+        f"refusal rate {refusal_text(f)}",
         "- unjudged by judge: "
         + ", ".join(f"{md_escape(j)} {n}" for j, n in f.unjudged_by_judge.items()),
         f"- cost {md_escape(cost_text(f.usage))} for {calls_text(f.usage)}",
