@@ -154,6 +154,10 @@ def test_review_verdicts_and_calibrate_the_judges(browser, run, tmp_path):
         page = browser.new_page()
         page.goto(server.url)
         page.goto(f"http://127.0.0.1:{server.port}/verdicts")
+        # the refusal detector says how the reply ended, never "violates"
+        rows = page.locator("table tr").all_inner_texts()
+        refusal = next(r for r in rows if r.startswith("refusal")).split("\t")
+        assert refusal[1] in ("complied", "partial", "refusal"), refusal
         for key in ("v", "s", "s", "v", "s", "u"):
             page.keyboard.press(key)
             with page.expect_navigation():

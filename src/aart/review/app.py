@@ -12,7 +12,7 @@ from __future__ import annotations
 import hmac
 import html
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -38,6 +38,16 @@ PAGES = {RECORD: "records", VERDICT: "verdicts"}
 # silently replace the prompt with its start). An edit may always be twice the original.
 MAX_NOTE = 20_000
 MAX_EDIT = 200_000
+
+
+def verdict_word(judge: str, v: Mapping[str, Any]) -> str:
+    """What a judge said, in its own terms: the refusal detector says how the reply ended
+    (complied, partial, refusal), not "violates": a reply that did not refuse is not
+    necessarily a violation. Any judge of an empty or cut-off reply says that."""
+    status = v.get("status")
+    if status and (judge == "refusal" or v.get("violates") is None):
+        return str(status)
+    return {True: "violates", False: "safe", None: "unjudged"}[v.get("violates")]
 
 
 def esc(value: object) -> str:
@@ -335,7 +345,7 @@ def create_app(
         q = keep_query(request)
         prev_link, next_link = neighbours(request, VERDICT, i)
         judges = "".join(
-            f"<tr><td>{esc(j)}</td><td>{esc({True: 'violates', False: 'safe', None: 'unjudged'}[v['violates']])}"
+            f"<tr><td>{esc(j)}</td><td>{esc(verdict_word(j, v))}"
             f"</td><td>{esc(v.get('category') or '')}</td><td>{esc(v.get('rationale') or v.get('error') or '')}</td></tr>"
             for j, v in r["verdicts"].items()
         )
