@@ -28,6 +28,17 @@ def test_unknown_key_has_file_line_and_fix(tmp_path):
     assert e.file.endswith("recipe.yaml") and e.column == 3
     assert e.line == line_of(text, "attempts_per_valu")
     assert "unknown key 'attempts_per_valu'" in str(e) and "fix:" in str(e)
+    assert "did you mean 'attempts_per_value'?" in str(e)
+    # a key like no known one: no guess
+    e = err(tmp_path, MINI_RECIPE.replace("  attempts_per_value: 2", "  zzqx: 2"))
+    assert "did you mean" not in str(e) and "remove this key" in str(e)
+
+
+def test_a_value_out_of_its_bounds_or_of_another_type_says_the_fix(tmp_path):
+    e = err(tmp_path, MINI_RECIPE.replace("queries_per_attempt: 3", "queries_per_attempt: 0"))
+    assert "fix: use a number at least 1" in str(e)
+    e = err(tmp_path, MINI_RECIPE.replace("queries_per_attempt: 3", "queries_per_attempt: [1]"))
+    assert "fix: write a whole number" in str(e)
 
 
 def test_wrong_type_points_at_value(tmp_path):

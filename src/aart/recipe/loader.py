@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import copy
+import difflib
+import functools
 import sys
+import typing
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..errors import RecipeError
 from .located import OPERATIONAL_MODEL_KEYS as OPERATIONAL_MODEL_KEYS  # kept importable
@@ -93,12 +97,57 @@ _FIXES = {
     "missing": "add this key",
     "string_type": "write a string (quote it if it looks like a number or yes/no)",
     "int_parsing": "write a whole number",
+    "int_type": "write a whole number",
+    "int_from_float": "write a whole number",
+    "float_type": "write a number",
+    "bool_parsing": "write true or false",
+    "bool_type": "write true or false",
     "float_parsing": "write a number",
     "literal_error": "use one of the allowed values",
     "list_type": "write a list (`- item` lines or [a, b])",
     "dict_type": "write a mapping (`key: value` lines)",
     "model_type": "write a mapping (`key: value` lines)",
 }
+
+
+#: pydantic's bound errors: (type, the bound's key in ctx, how to say it)
+_BOUNDS = {
+    "greater_than_equal": ("ge", "at least"),
+    "greater_than": ("gt", "more than"),
+    "less_than_equal": ("le", "at most"),
+    "less_than": ("lt", "less than"),
+}
+
+
+def _bound_fix(err: Mapping[str, Any]) -> str | None:
+    """``use a number at least 1`` for a number out of its bounds."""
+    bound = _BOUNDS.get(err["type"])
+    ctx = err.get("ctx") or {}
+    if bound is None or bound[0] not in ctx:
+        return None
+    return f"use a number {bound[1]} {ctx[bound[0]]}"
+
+
+@functools.cache
+def recipe_keys() -> frozenset[str]:
+    """Every key a recipe's models know, at any depth (for "did you mean")."""
+    seen: set[type] = set()
+    keys: set[str] = set()
+
+    def walk(tp: Any) -> None:
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            if tp in seen:
+                return
+            seen.add(tp)
+            for name, field in tp.model_fields.items():
+                keys.add(field.alias or name)
+                walk(field.annotation)
+            return
+        for arg in typing.get_args(tp):
+            walk(arg)
+
+    walk(Recipe)
+    return frozenset(keys)
 
 
 #: keys renamed in the recipe: (section, old name, new name). The old name is still read, with
@@ -198,11 +247,17 @@ def load_recipe(name_or_path: str | Path, size: str | None = None) -> LoadedReci
                 clean.append(part)
         more = f" (and {len(e.errors()) - 1} more problems)" if len(e.errors()) > 1 else ""
         msg = err["msg"]
+        fix = _FIXES.get(err["type"]) or _bound_fix(err)
         if err["type"] == "extra_forbidden":
             msg = f"unknown key {loc[-1]!r}"
+            near = difflib.get_close_matches(str(loc[-1]), sorted(recipe_keys()), 1, 0.75)
+            if near:
+                fix = (
+                    f"did you mean {near[0]!r}? Else remove this key (see docs/recipe-reference.md)"
+                )
         elif err["type"] == "missing":
             msg = f"missing required key {loc[-1]!r}"
-        raise _located(path, locations, tuple(clean), msg + more, _FIXES.get(err["type"])) from None
+        raise _located(path, locations, tuple(clean), msg + more, fix) from None
     loaded = LoadedRecipe(recipe, path, text, size, locations)
     for p, message, fix in cross_check(recipe):
         raise loaded.error(p, message, fix)
