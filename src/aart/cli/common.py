@@ -255,9 +255,10 @@ def echo_kv(pairs: list[tuple[str, Any]], err: bool = False) -> None:
 
 def generation_lines(s: Any) -> list[tuple[str, Any]]:
     """What `aart run` and `aart generate` report about Step 3 (a GenerateStats)."""
-    from ..evaluate.evaluation import RELEASED_AART, reference_nn
+    from ..evaluate.evaluation import NN_FACTOR, RELEASED_AART, reference_nn
     from ..text.normalize import NN_GROUP
 
+    ref_nn = reference_nn(RELEASED_AART, min(NN_GROUP, max(2, s.prompts)))
     faithful = ", ".join(
         f"{dim} {f['passed']}/{f['checked']}"
         + (f" ({f['rate']:.0%})" if f["rate"] is not None else "")
@@ -288,7 +289,12 @@ def generation_lines(s: Any) -> list[tuple[str, Any]]:
             + (" (replaced by top-ups); " if s.diversity_rejected else "none; ")
             + f"restated-cell share {s.restated_share:.0%} of faithful items, mean "
             f"nearest-neighbour similarity {s.nn_similarity:.2f} (released AART data "
-            f"{reference_nn(RELEASED_AART, min(NN_GROUP, max(2, s.prompts))):.2f})",
+            f"{ref_nn:.2f}"
+            + (
+                f"; more alike than it: `aart evaluate` flags above {NN_FACTOR}x)"
+                if s.nn_similarity > NN_FACTOR * ref_nn
+                else ")"
+            ),
         ),
         ("refusals", f"{s.refused_items} items, {s.refused_calls} whole answers (topped up)"),
         (

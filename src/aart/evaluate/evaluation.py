@@ -497,8 +497,9 @@ def diversity_gaps(r: DatasetEvaluation, ref: Mapping[str, Any]) -> list[Diversi
                     "nn_similarity",
                     d["nn_similarity"],
                     base,
-                    f"prompts are near copies of each other: mean nearest-neighbour "
-                    f"similarity {d['nn_similarity']:.2f} ({ref['name']}: {base:.2f})",
+                    f"prompts more alike than the reference's: mean nearest-neighbour "
+                    f"similarity {d['nn_similarity']:.2f} ({ref['name']}: {base:.2f}; "
+                    f"flagged above {NN_FACTOR}x)",
                 )
             )
     if ref.get("self_bleu") is not None and d["self_bleu"] > ref["self_bleu"] + SELF_BLEU_MARGIN:
