@@ -387,6 +387,11 @@ def test_zero_rates_have_no_floating_point_noise_and_no_worst_value():
     # before: 0/11 sorted "worse" than 0/20 by a 2.8e-17 lower bound
     assert [c["value"] for c in cells] == ["large", "small"]
     assert worst_value(cells).startswith("none")
+    # every value at 100%: no value is the worst either
+    cells = per_value([({"a": "x"}, True)] * 3 + [({"a": "y"}, True)] * 5)["a"]
+    assert worst_value(cells) == "none (2 values, all at 100%)"
+    cells = per_value([({"a": "x"}, True)] * 3 + [({"a": "y"}, False)] * 5)["a"]
+    assert worst_value(cells) == "x 3/3"
 
 
 def test_pair_figures_in_words_in_both_reports(dataset, tmp_path):

@@ -454,11 +454,13 @@ def rejudge_command(
 
 
 def worst_value(cells: Sequence[Mapping[str, Any]]) -> str:
-    """The worst value of an axis, or "none" when every value is at 0%: the order among
-    equal zeros means nothing."""
+    """The worst value of an axis, or "none" when every value is at the same rate (0% or
+    100% alike): the order among equals means nothing."""
     worst = cells[0]
     if not worst["successes"]:
         return f"none ({len(cells)} values, all 0/n)"
+    if len(cells) > 1 and all(c["rate"] == worst["rate"] for c in cells):
+        return f"none ({len(cells)} values, all at {100 * worst['rate']:.0f}%)"
     return f"{worst['value']} {worst['successes']}/{worst['n']}"
 
 

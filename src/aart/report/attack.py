@@ -364,11 +364,13 @@ def attack_html(f: Findings) -> str:
                 for label, ids in _comparison_ids(c)
             )
         )
-    shown = "Replies that did not refuse" if not f.harm_judged else "Failing examples"
-    parts.append(
-        f"<h2>{shown}, most severe first ({min(len(f.failures), MAX_EXAMPLES)} of "
-        f"{len(f.failures)})</h2>"
+    # the refusal detector grades nothing: its examples are in the dataset's order
+    shown = (
+        "Replies that did not refuse"
+        if not f.harm_judged
+        else "Failing examples, most severe first"
     )
+    parts.append(f"<h2>{shown} ({min(len(f.failures), MAX_EXAMPLES)} of {len(f.failures)})</h2>")
     parts += [_example_html(r, f.primary_judge) for r in _by_severity(f)[:MAX_EXAMPLES]]
     by_strategy: dict[str, list[dict[str, Any]]] = {}
     for r in _by_severity(f):

@@ -17,6 +17,23 @@ from .treemap import shared_colours, treemap_svg
 SHOW_VALUES = 8
 
 
+#: the Diversity table's names for the evaluation's keys
+DIVERSITY_NAMES = {
+    "distinct_1": "distinct-1 (share of distinct words)",
+    "distinct_2": "distinct-2 (share of distinct word pairs)",
+    "distinct_3": "distinct-3 (share of distinct word triples)",
+    "self_bleu": "self-BLEU (overlap with the other prompts)",
+    "lexical_diversity": "lexical diversity",
+    "vendi_lexical": "Vendi score, lexical (effective number of prompts)",
+    "exact_duplicate_rate": "exact duplicate rate",
+    "near_duplicate_rate": "near duplicate rate",
+    "embedding_diversity": "embedding diversity (mean cosine distance)",
+    "vendi_embedding": "Vendi score, embeddings",
+    "nn_similarity": "mean nearest-neighbour similarity (word pairs)",
+    "nn_group": "prompts per nearest-neighbour group",
+}
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
@@ -100,7 +117,13 @@ def _dataset_html(r: DatasetEvaluation) -> str:
     out.append("<h3>Length (words)</h3>")
     out.append(histogram_chart(h["edges"], h["counts"], xlabel="words per prompt"))
     out.append(table(["", *w.keys()], [["words", *[f"{v:.1f}" for v in w.values()]]]))
-    div_rows = [[k, "n/a" if v is None else f"{v:.4f}"] for k, v in d.items()]
+    div_rows = [
+        [
+            DIVERSITY_NAMES.get(k, k),
+            "n/a" if v is None else str(v) if isinstance(v, int) else f"{v:.4f}",
+        ]
+        for k, v in d.items()
+    ]
     out.append("<h3>Diversity</h3>" + table(["metric", "value"], div_rows))
     return "".join(out)
 
