@@ -139,6 +139,15 @@ def test_the_report_escapes_the_targets_replies(dataset, tmp_path, fake_server):
     assert "<script>" not in report and "&lt;script&gt;" in report
 
 
+def test_cells_the_budget_never_reached_are_untested_not_held(dataset, tmp_path, fake_server):
+    out = tmp_path / "search"
+    aart.search.search(dataset, out=out, target="search_targets:word_app",
+                       attacker="openai/attacker", base_url=fake_server.base_url,
+                       budget=2)  # fmt: skip
+    cells = (out / "report.html").read_text().split("<h2>Cells</h2>")[1].split("<h2>")[0]
+    assert cells.count("<td>untested</td>") == 2 and cells.count("<td>no</td>") == 2
+
+
 def test_axes_and_strategies_make_the_cells(dataset, tmp_path, fake_server):
     out = tmp_path / "search"
     r = aart.search.search(dataset, out=out, target="search_targets:word_app",

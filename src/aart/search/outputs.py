@@ -162,7 +162,7 @@ def coverage_svg(
 ) -> str:
     """Cells with a success over target queries, as a step line; ``points`` (the static
     baselines) as labelled markers at their queries."""
-    pad_l, pad_b, pad_t, pad_r = 44, 30, 12, 110
+    pad_l, pad_b, pad_t, pad_r = 56, 30, 12, 110
     points = points or {}
     xs = [int(p[0]) for p in curve] + [q for q, _ in points.values()]
     max_x = max(xs + [1])
@@ -187,9 +187,12 @@ def coverage_svg(
         f"<line x1='{pad_l}' y1='{pad_t}' x2='{pad_l}' y2='{pad_t + h}' stroke='#999'/>",
         f"<text x='{pad_l + w / 2:.0f}' y='{height - 4}' text-anchor='middle'>target queries"
         "</text>",
-        f"<text x='4' y='{pad_t + 10}'>cells</text>",
+        # the axis's name runs along it, clear of the ticks
+        f"<text x='14' y='{pad_t + h / 2:.0f}' text-anchor='middle' "
+        f"transform='rotate(-90 14 {pad_t + h / 2:.0f})'>cells with a success</text>",
         f"<text x='{pad_l - 4}' y='{y(max_y) + 4:.0f}' text-anchor='end'>{max_y}</text>",
         f"<text x='{pad_l - 4}' y='{y(0):.0f}' text-anchor='end'>0</text>",
+        f"<text x='{x(0):.0f}' y='{pad_t + h + 14}' text-anchor='middle'>0</text>",
         f"<text x='{x(max_x):.0f}' y='{pad_t + h + 14}' text-anchor='middle'>{max_x}</text>",
         f"<polyline fill='none' stroke='#b00020' stroke-width='2' points='{' '.join(path)}'/>",
         f"<text x='{x(max_x) + 6:.0f}' y='{y(last) + 4:.0f}'>search ({last})</text>",
@@ -279,7 +282,9 @@ def report_html(r: SearchResult, s: dict[str, Any]) -> str:
     rows = []
     for c in s["per_cell"]:
         label = ", ".join(f"{k}={v}" for k, v in c["cell"].items())
-        rows.append([label, "yes" if c["success"] else "no", c["queries_spent"],
+        # a cell the budget never reached is untested, not one where the application held
+        said = "yes" if c["success"] else "no" if c["queries_spent"] else "untested"
+        rows.append([label, said, c["queries_spent"],
                      c["queries_to_success"] if c["queries_to_success"] is not None else "-",
                      c["elite"] or "-"])  # fmt: skip
     body.append(table(["cell", "success", "queries spent on it", "search queries at its "
