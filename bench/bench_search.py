@@ -285,8 +285,15 @@ def main() -> None:
     attacker = args.attacker or args.model
     mutations = args.mutations.split(",") if args.mutations else None
     # the static dataset at equal queries: budget / cells phrasings of each cell's request
+    # (budget // cells of them: its queries, reported, are the search's when the budget is a
+    # multiple of the cells); a budget beyond the phrasings written leaves it out
     per_cell = args.budget // (args.concepts * len(FORMATS))
-    equal = equal_dataset(root / "dataset-equal.jsonl", args.concepts, per_cell)  # before a call
+    equal = None
+    if 1 <= per_cell <= min(len(v) for v in PHRASINGS.values()):
+        equal = equal_dataset(root / "dataset-equal.jsonl", args.concepts, per_cell)
+    else:
+        print(f"no static dataset at equal queries: {per_cell} phrasings a cell needed, "
+              f"PHRASINGS has {min(len(v) for v in PHRASINGS.values())}")  # fmt: skip
     figures = {}
     for judge in judges:
         out = root / f"search-{judge.replace('/', '_')}"
@@ -301,7 +308,7 @@ def main() -> None:
         s = json.loads((out / "search.json").read_text())
         baselines = dict(s["baselines"])
         equal_seconds = None
-        if r.finished:
+        if r.finished and equal is not None:
             # the static dataset at the search's queries: K phrasings a cell, sent once each
             # through the same target and judges, as the search's own static baseline is sent
             start = time.monotonic()
@@ -341,10 +348,24 @@ def main() -> None:
                     got = row[jn]
                     print(f"  {k:<20} [{j}] {got['cells']}/{s['axis_cells']} cells, "
                           f"{got['successes']}/{row['queries']} queries a success")  # fmt: skip
+            if EQUAL in each:
+                figures[judge]["goal"] = {j: goal(each["search"][jn]["cells"], each[EQUAL][jn]["cells"])
+                                          for j, jn in names.items()}  # fmt: skip
+                for j, said in figures[judge]["goal"].items():
+                    print(f"  2x goal [{j}]: {said}")
     print(json.dumps(figures, indent=1))
     print(f"directories: {root}")
     if args.save:
         save(Path(args.save), args, attacker, figures, str(root))
+
+
+def goal(search: int, static: int) -> str:
+    """Issue 22's goal in words: the search's cells with a success against the static
+    dataset's at equal queries (twice a 0 is any one success: said so)."""
+    met = search >= 2 * static and search > 0
+    said = f"search {search} cells, static at equal queries {static}: "
+    said += "at least twice" if met else "not twice"
+    return said + (" (against 0)" if met and static == 0 else "")
 
 
 def save(path: Path, args: argparse.Namespace, attacker: str, figures: dict, root: str) -> None:

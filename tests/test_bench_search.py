@@ -92,3 +92,11 @@ def test_the_equal_query_baseline_is_sent_and_counted_beside_the_search_s_own(
     assert each["static (identity)"]["queries"] == 6
     assert each["static (identity)"]["refusal"] == {"successes": 0, "cells": 0}
     assert "PAIR" in each and "search" in each
+
+
+def test_the_goal_is_said_with_its_zero():
+    assert (
+        bench.goal(4, 0) == "search 4 cells, static at equal queries 0: at least twice (against 0)"
+    )
+    assert bench.goal(4, 2).endswith("at least twice") and bench.goal(3, 2).endswith("not twice")
+    assert bench.goal(0, 0).endswith("not twice")
