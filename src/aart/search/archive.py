@@ -63,6 +63,8 @@ class Elite:
     fallback: dict[str, Any] | None = None
     #: the request the judges read (the cell's dataset prompt; None: the prompt itself)
     behaviour: str | None = None
+    #: an injection case's: the tools the agent called (what ``refine`` shows the attacker)
+    tool_calls: list[str] = field(default_factory=list)
 
     @property
     def request(self) -> str:

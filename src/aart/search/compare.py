@@ -41,21 +41,37 @@ def run_baselines(
 ) -> None:
     """Run both baselines into ``out``/compare/ and put their figures in
     ``result.baselines``; a baseline that fails says why and the search stands."""
-    spec = result.spec
-    axes = spec.axes or sorted({a for c in result.archive.cells for a in c} - {STRATEGY_AXIS})
-    for name, settings in plans(spec.budget, result.dataset_prompts).items():
+    for name, settings in plans(result.spec.budget, result.dataset_prompts).items():
         # one directory per budget: a search taken further compares afresh at its new budget
         kind = "static" if settings["strategies"] == [] else "pair"
-        where = out / "compare" / f"{kind}-{spec.budget}"
-        attack = spec.attack.model_copy(update={**settings, "limit": None, "seed": spec.seed})
-        try:
-            AttackSession(attack, where, report=report).run()
-        except AartError as e:
-            result.baselines[name] = {"error": str(e)[:300], "out": str(where)}
-            continue
-        strategy = "pair" if settings["strategies"] else "identity"
-        result.baselines[name] = figures(where / "results.jsonl", strategy, axes)
-        result.baselines[name].update(out=str(where), settings=settings)
+        where = out / "compare" / f"{kind}-{result.spec.budget}"
+        result.baselines[name] = run_baseline(result, where, settings, report)
+
+
+def run_baseline(
+    result: SearchResult,
+    where: Path,
+    settings: dict[str, Any],
+    report: Callable[[Findings, Path], Any] | None = None,
+    dataset: Path | None = None,
+) -> dict[str, Any]:
+    """One baseline: the search's attack settings with ``settings`` (a plan's) as an ordinary
+    attack into ``where``, over the search's dataset or ``dataset`` (a benchmark's larger
+    static one), and its figures on the search's axis cells; a failed one says why."""
+    spec = result.spec
+    axes = spec.axes or sorted({a for c in result.archive.cells for a in c} - {STRATEGY_AXIS})
+    update = {**settings, "limit": None, "seed": spec.seed}
+    if dataset is not None:
+        update["dataset"] = str(dataset)
+    attack = spec.attack.model_copy(update=update)
+    try:
+        AttackSession(attack, where, report=report).run()
+    except AartError as e:
+        return {"error": str(e)[:300], "out": str(where)}
+    strategy = "pair" if settings["strategies"] else "identity"
+    got = figures(where / "results.jsonl", strategy, axes)
+    got.update(out=str(where), settings=settings)
+    return got
 
 
 def figures(results: Path, strategy: str, axes: list[str]) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from .mutate import (
     FEEDBACK,
     INJECTION_MUTATIONS,
     PLAIN_MUTATIONS,
+    Injected,
     copies,
     fallbacks,
     instruction,
@@ -420,6 +421,7 @@ class SearchSession:
             text = instruction(
                 p.mutation, cell, p.parent.cell, failed=not p.parent.success, job=p.job,
                 feedback=self._feedback(p) if p.mutation in FEEDBACK else None,
+                injected=self._injected(p) if p.mutation in FEEDBACK else None,
             )  # fmt: skip
             try:
                 prompt = await self.executor.ask(p.job, MUTATE_STEP, text, p.parent.prompt)
@@ -534,6 +536,19 @@ class SearchSession:
         verdict = p.parent.verdicts.get(self.attack.primary) or {}
         return p.parent.response, str(verdict.get("rationale") or ""), self._behaviour(p)
 
+    def _injected(self, p: Plan) -> Injected | None:
+        """What ``refine`` shows of an injection elite besides its reply (PAIR's injection
+        step): the channel, task and aim of the case its candidate goes into, and the tools
+        the agent called on the elite (None: a plain prompt)."""
+        assert p.parent is not None
+        row = self._carrier(p)
+        raw = self.cases[row]
+        case = InjectionCase.of({"prompt": self.texts[row], **raw}) if raw is not None else None
+        if case is None:
+            return None
+        return Injected(case.injection.channel, case.user_task, case.success.goal,
+                        tuple(p.parent.tool_calls))  # fmt: skip
+
     def _behaviour(self, p: Plan) -> str:
         """What the judges read as the request of a candidate of ``p``: its dataset prompt,
         else the request its cell's elite was judged on, else the cell's first dataset
@@ -620,6 +635,9 @@ class SearchSession:
             frames=rec.get("frames") or [],
             fallback=rec.get("fallback"),
             behaviour=rec.get("behaviour"),
+            tool_calls=[
+                str(c.get("name")) for c in rec.get("tool_calls") or [] if isinstance(c, dict)
+            ],  # fmt: skip
         )
         if rec.get("response") is None:
             elite.score = -1.0  # a target error: kept only while the cell has nothing else
