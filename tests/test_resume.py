@@ -180,3 +180,22 @@ def test_a_worker_whose_cancel_was_swallowed_takes_no_next_job():
 
     asyncio.run(main())
     assert started == ["j0"]
+
+
+def test_a_resumed_run_counts_only_the_calls_left(tmp_path):
+    import aart
+
+    recipe = write_recipe(tmp_path, MINI_RECIPE)
+    out = tmp_path / "run"
+    aart.run(recipe, out=out)
+    seen: list = []
+
+    def start(label, total):
+        seen.append((label, total))
+        return lambda: seen.append("tick")
+
+    aart.run(recipe, out=out, progress=start)
+    bars = [x for x in seen if x != "tick" and x[0].startswith("generate on")]
+    # the bar says what was done before and counts what is left (nothing), not 0 of all
+    assert len(bars) == 1 and bars[0][0].endswith("calls done before)") and bars[0][1] == 0
+    assert "tick" not in seen

@@ -28,6 +28,7 @@ from .steps.baseline import BaselineStats, load_pool, run_baseline
 from .steps.common import preflight, recipe_budget, recipe_prices, run_models
 from .steps.define import define_report, define_run
 from .steps.dryrun import dry_run
+from .steps.generate import STAGE as GENERATE_STAGE
 from .steps.generate import GenerateStats, generate_run
 from .steps.scope import Plan, scope_run
 from .steps.topup import topup_run
@@ -242,7 +243,11 @@ def _generate_with(
             f"/v1/files and /v1/batches, or vllm run-batch); {name} is not one: give "
             "--model openai/NAME"
         )
-    tick = progress(f"generate on {name}", len(run.read_blueprint())) if progress else None
+    tick = None
+    if progress is not None:  # a resumed run's bar counts the calls left
+        done = run.db.job_counts(GENERATE_STAGE).get("done", 0)
+        before = f" ({done} calls done before)" if done else ""
+        tick = progress(f"generate on {name}{before}", max(0, len(run.read_blueprint()) - done))
     stats = asyncio.run(_closing(models, generate_run(run, m, tick, verifier, queue)))
     stats.model = name
     return stats
