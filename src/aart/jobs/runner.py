@@ -5,12 +5,15 @@ keeps one failing job from stopping the others."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, Protocol, TypeVar
 
 from ..errors import Deferred, EndpointDown, Exported, ProviderError
 from ..llm.limits import BudgetExhausted
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -162,6 +165,11 @@ async def _run_round(
     beat = asyncio.create_task(heartbeat())
     try:
         await _concurrently(loop, concurrency)
+    except asyncio.CancelledError:
+        # Ctrl-C: said at once, since the wait for the calls in flight can be long (an
+        # embedded model's call runs in a thread that cannot be cut short)
+        log.info("stopping: waiting for the calls in flight to end (finished work is kept)")
+        raise
     finally:
         beat.cancel()
         db.drop_leases()
