@@ -91,6 +91,15 @@ def test_dry_run_spends_nothing(mini_recipe, tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+def test_the_dry_run_says_when_the_run_would_be_refused(mini_recipe, tmp_path):
+    out = tmp_path / "run"
+    assert aart("run", mini_recipe, "--out", out).returncode == 0
+    other = write_recipe(tmp_path, MINI_RECIPE.replace("name: mini", "name: other"), "other.yaml")
+    r = aart("run", other, "--out", out, "--dry-run")
+    assert r.returncode == 2 and "already holds a run of a different recipe" in r.stderr
+    assert aart("run", mini_recipe, "--out", out, "--dry-run").returncode == 0  # its own
+
+
 def test_recipes_and_init(tmp_path):
     r = aart("recipes")
     assert "aart-demo" in r.stdout

@@ -9,10 +9,11 @@ from typing import Any
 import click
 
 from .. import pipeline
-from ..errors import INCOMPLETE_EXIT_CODE, BudgetError
+from ..errors import INCOMPLETE_EXIT_CODE, BudgetError, UsageError
 from ..llm.batch import BatchSettings
 from ..llm.ray_executor import RaySettings
 from ..steps.scope import Plan
+from ..store.rundir import Run
 from .common import (
     base_url_option,
     echo_kv,
@@ -113,6 +114,11 @@ def run_command(
         if est["over_budget"]:
             click.echo(f"over budget: {'; '.join(est['over_budget'])}", err=True)
             sys.exit(BudgetError.exit_code)
+        # the refusal the real run would meet, said now (the directory is only read)
+        refused = Run.refusal(out or pipeline.default_out(recipe, size), recipe, size)
+        if refused:
+            click.echo(f"error: {refused}", err=True)
+            sys.exit(UsageError.exit_code)
         return
 
     def show_plan(plan: Plan) -> None:

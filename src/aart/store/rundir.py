@@ -56,14 +56,10 @@ class Run:
         try:
             if frozen.exists() and (root / "run.db").exists():
                 run = cls._open(root, lock)
-                if run.loaded.hash != loaded.hash and not run.db.spent_nothing():
+                refused = cls._refusal(run, loaded)
+                if refused:
                     run.close()
-                    raise UsageError(
-                        f"{root} already holds a run of a different recipe "
-                        f"({run.loaded.path.name}, size {run.loaded.size}); what differs: "
-                        f"{', '.join(recipe_differences(run.loaded, loaded)) or 'the size'}. "
-                        f"Use another --out, or delete {root} to start over"
-                    )
+                    raise UsageError(refused)
                 if run.loaded.hash != loaded.hash:
                     run.db.set_meta("models", "{}")  # a fresh start: no model used yet
                 if run.loaded.text != loaded.text or run.loaded.size != loaded.size:
@@ -125,6 +121,32 @@ class Run:
                 f"{root} is not a run directory; create one with `aart define RECIPE --out {root}`"
             )
         return cls._open(root, lock)
+
+    @staticmethod
+    def _refusal(run: Run, loaded: LoadedRecipe) -> str | None:
+        """Why ``loaded`` cannot resume ``run``: a run of another recipe that has started."""
+        if run.loaded.hash == loaded.hash or run.db.spent_nothing():
+            return None
+        return (
+            f"{run.root} already holds a run of a different recipe "
+            f"({run.loaded.path.name}, size {run.loaded.size}); what differs: "
+            f"{', '.join(recipe_differences(run.loaded, loaded)) or 'the size'}. "
+            f"Use another --out, or delete {run.root} to start over"
+        )
+
+    @classmethod
+    def refusal(cls, root: str | Path, recipe: str | Path, size: str | None = None) -> str | None:
+        """Why :meth:`create_or_resume` would refuse ``recipe`` in ``root`` (None: it would
+        not), read without taking the directory's lock: what `aart run --dry-run` checks."""
+        root = Path(root)
+        if not ((root / "recipe.yaml").exists() and (root / "run.db").exists()):
+            return None
+        loaded = load_recipe(recipe, size)
+        run = cls._open(root, lock=False)
+        try:
+            return cls._refusal(run, loaded)
+        finally:
+            run.close()
 
     @classmethod
     def _open(cls, root: Path, lock: bool | str | DirLock) -> Run:
