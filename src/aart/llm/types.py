@@ -74,7 +74,8 @@ def parse_tool_calls(items: Any) -> list[ToolCall]:
     for item in items if isinstance(items, list) else []:
         if not isinstance(item, dict):
             continue
-        fn = item.get("function") if isinstance(item.get("function"), dict) else item
+        inner = item.get("function")
+        fn: dict[str, Any] = inner if isinstance(inner, dict) else item
         name = fn.get("name")
         if not isinstance(name, str) or not name:
             continue

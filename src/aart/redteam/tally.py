@@ -170,8 +170,8 @@ def agent_figures(answered: list[AttackRecord], primary: str) -> dict[str, Any]:
             fired[c] = fired.get(c, 0) + 1
     calls: dict[str, int] = {}
     for r in cases:
-        for c in r.tool_calls or []:
-            calls[str(c.get("name"))] = calls.get(str(c.get("name")), 0) + 1
+        for call in r.tool_calls or []:
+            calls[str(call.get("name"))] = calls.get(str(call.get("name")), 0) + 1
     return {
         "cases": len(cases),
         "utility": stats.rate(len(done), len(rated)),
