@@ -255,7 +255,7 @@ def echo_kv(pairs: list[tuple[str, Any]], err: bool = False) -> None:
 
 def generation_lines(s: Any) -> list[tuple[str, Any]]:
     """What `aart run` and `aart generate` report about Step 3 (a GenerateStats)."""
-    from ..evaluate.evaluation import NN_FACTOR, RELEASED_AART, reference_nn
+    from ..evaluate.evaluation import NN_FACTOR, RELEASED_AART, more_alike, reference_nn
     from ..text.normalize import NN_GROUP
 
     ref_nn = reference_nn(RELEASED_AART, min(NN_GROUP, max(2, s.prompts)))
@@ -292,7 +292,7 @@ def generation_lines(s: Any) -> list[tuple[str, Any]]:
             f"{ref_nn:.2f}"
             + (
                 f"; more alike than it: `aart evaluate` flags above {NN_FACTOR}x)"
-                if s.nn_similarity > NN_FACTOR * ref_nn
+                if more_alike(s.nn_similarity, ref_nn)
                 else ")"
             ),
         ),

@@ -83,6 +83,12 @@ class CellSample:
         return (sum(checked) / len(checked) if checked else None), len(checked)
 
 
+def more_alike(nn_similarity: float, reference: float) -> bool:
+    """Whether prompts' mean nearest-neighbour similarity is flagged against a reference's
+    (over NN_FACTOR times it): the evaluation's gap and the run summary say the same."""
+    return nn_similarity > NN_FACTOR * reference
+
+
 def values_from_dimensions_dir(path: Path) -> dict[str, list[Value]]:
     """``<axis>.yaml`` (aart's dimension files) or ``<axis>.txt`` (one value per line)."""
     if not path.is_dir():
@@ -490,7 +496,7 @@ def diversity_gaps(r: DatasetEvaluation, ref: Mapping[str, Any]) -> list[Diversi
         )
     if d.get("nn_similarity") is not None and r.prompts >= 2:
         base = reference_nn(ref, d.get("nn_group") or NN_GROUP)
-        if d["nn_similarity"] > NN_FACTOR * base:
+        if more_alike(d["nn_similarity"], base):
             out.append(
                 DiversityGap(
                     r.name,

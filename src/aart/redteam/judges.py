@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
-from ..errors import EndpointDown, ProviderError, StructuredOutputError
+from ..errors import EndpointDown, ProviderError, StructuredOutputError, UsageError
 from ..llm import GenerateConfig, Message, Model
 from ..refusal import reply_status
 
@@ -353,12 +353,27 @@ class StrongRejectJudge:
 RUBRIC_JUDGES = {"harmbench": HarmBenchJudge, "strongreject": StrongRejectJudge}
 
 
+def rubric_of(spec: str) -> tuple[str | None, str]:
+    """A --judge spec (other than "refusal") as (rubric judge kind, model): ("harmbench",
+    MODEL) for harmbench:MODEL, (None, spec) for the policy rubric. A misspelt kind
+    ("nosuch:x") or a kind without its model ("harmbench:") is refused; a model's own tag
+    (openai/llama3:8b) has its provider before the colon, so it is a model."""
+    kind, _, model = spec.partition(":")
+    misspelt = bool(model) and "/" not in kind and kind not in RUBRIC_JUDGES
+    if misspelt or (kind in RUBRIC_JUDGES and not model):
+        raise UsageError(
+            f"--judge {spec!r}: "
+            + (f"unknown judge kind {kind!r}" if misspelt else f"{kind} needs a model")
+            + "; give refusal, PROVIDER/MODEL (the policy rubric), "
+            + ", ".join(f"{k}:PROVIDER/MODEL" for k in RUBRIC_JUDGES)
+        )
+    return (kind, model) if kind in RUBRIC_JUDGES else (None, spec)
+
+
 def judge_name(spec: str) -> str:
     """The name a --judge spec's verdicts are kept under: "refusal", "harmbench:MODEL",
     "strongreject:MODEL", else "llm:MODEL" (the policy rubric)."""
     if spec == "refusal":
         return spec
-    kind, sep, model = spec.partition(":")
-    if sep and kind in RUBRIC_JUDGES and model:
-        return spec
-    return f"llm:{spec}"
+    kind, _ = rubric_of(spec)
+    return spec if kind is not None else f"llm:{spec}"

@@ -43,7 +43,15 @@ from .findings import Findings
 from .gate import gate_report
 from .jobs import STAGE, attack_records, job_id
 from .judge_accuracy import human_verdicts, judge_accuracy
-from .judges import NOTHING_SAID, RUBRIC_JUDGES, GuardJudge, LLMJudge, RefusalJudge, judge_name
+from .judges import (
+    NOTHING_SAID,
+    RUBRIC_JUDGES,
+    GuardJudge,
+    LLMJudge,
+    RefusalJudge,
+    judge_name,
+    rubric_of,
+)
 from .records import AttackRecord
 from .regression import compare_runs, read_baseline, write_regression_dataset
 from .replay import attack_dataset, saved_responses
@@ -167,19 +175,9 @@ class AttackSession:
     def _judge_of(self, spec: str, options: ModelOptions) -> Any:
         """The primary judge a --judge spec names: a rubric judge (harmbench:MODEL,
         strongreject:MODEL) or the policy rubric (MODEL)."""
-        kind, _, model = spec.partition(":")
+        kind, model = rubric_of(spec)
         judge: Any
-        misspelt = bool(model) and "/" not in kind and kind not in RUBRIC_JUDGES
-        if misspelt or (kind in RUBRIC_JUDGES and not model):
-            # "nosuch:x" or "harmbench:": a judge kind, misspelt or without its model (a
-            # model's own tag, openai/llama3:8b, has its provider before the colon)
-            raise UsageError(
-                f"--judge {spec!r}: "
-                + (f"unknown judge kind {kind!r}" if misspelt else f"{kind} needs a model")
-                + "; give refusal, PROVIDER/MODEL (the policy rubric), "
-                + ", ".join(f"{k}:PROVIDER/MODEL" for k in RUBRIC_JUDGES)
-            )
-        if kind in RUBRIC_JUDGES and model:
+        if kind is not None:
             judge = RUBRIC_JUDGES[kind](self.models.model(model, options))
         else:
             judge = LLMJudge(

@@ -541,9 +541,7 @@ class SearchSession:
         step): the channel, task and aim of the case its candidate goes into, and the tools
         the agent called on the elite (None: a plain prompt)."""
         assert p.parent is not None
-        row = self._carrier(p)
-        raw = self.cases[row]
-        case = InjectionCase.of({"prompt": self.texts[row], **raw}) if raw is not None else None
+        case = self._base_case(self._carrier(p))
         if case is None:
             return None
         return Injected(case.injection.channel, case.user_task, case.success.goal,
@@ -573,13 +571,17 @@ class SearchSession:
         """The injection case a candidate of ``p`` is sent as, with its tools (None: a plain
         prompt)."""
         row = p.row if p.row is not None else self._carrier(p)
-        raw = self.cases[row]
-        if raw is None:
+        base = self._base_case(row)
+        if base is None:
             return None
-        base = InjectionCase.of({"prompt": self.texts[row], **raw})
-        assert base is not None
+        raw = self.cases[row] or {}
         tools = tuple(ToolSpec.model_validate(t) for t in raw.get("tools") or ())
         return base.with_payload(payload), tools or self.executor.agent.tools
+
+    def _base_case(self, row: int) -> InjectionCase | None:
+        """Dataset row ``row``'s injection case as written (None: a plain prompt)."""
+        raw = self.cases[row]
+        return InjectionCase.of({"prompt": self.texts[row], **raw}) if raw is not None else None
 
     async def _preference(self, p: Plan, prompt: str, out: dict[str, Any]) -> dict[str, Any]:
         """When the candidate and its cell's elite (as the generation began) both succeed,
