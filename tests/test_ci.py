@@ -126,7 +126,7 @@ def test_untrusted_text_stays_valid_xml(tmp_path):
     nasty = "</failure>\x00\x1b[31m<![CDATA[ ]]> & \ud800"
     line = ResultLine(
         id="x<1>", index=0, strategy="identity", cell={"a": nasty}, prompt=nasty, sent=nasty,
-        response=nasty * 200, primary_judge="refusal", state="success", success=True,
+        response=nasty * 200, primary_judge="refusal", state="success", outcome="complied", success=True,
         verdicts={"refusal": JudgeVerdict(label="complied", violates=True)},
     )  # fmt: skip
     f = Findings(

@@ -120,6 +120,10 @@ def test_the_refusal_detector_alone_reports_a_non_refusal_rate_not_attack_succes
     assert summary["overall"]["successes"] == 4  # the keys stay
     assert summary["measures"] == "complied (not refused)"
     assert "not necessarily a violation" in summary["measures_note"]
+    # every verdict on disk says it in the same words: complied, not violating
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [x["outcome"] for x in lines] == ["complied"] * 4
+    assert "violating" not in (out / "results.csv").read_text()
 
 
 def test_a_judge_of_harm_reports_attack_success(dataset, tmp_path):
@@ -127,6 +131,8 @@ def test_a_judge_of_harm_reports_attack_success(dataset, tmp_path):
     f = aart.attack(dataset, target="fake/app", judge="hjudge/x", out=tmp_path / "att")
     assert f.measures == "attack success" and f.harm_judged
     assert "attack success 0/4" in (tmp_path / "att" / "report.md").read_text()
+    lines = (tmp_path / "att" / "results.jsonl").read_text().splitlines()
+    assert [json.loads(x)["outcome"] for x in lines] == ["safe"] * 4
 
 
 # -- corrected rates -------------------------------------------------------------------------

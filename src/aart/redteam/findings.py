@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
+from .results import harm_judged
+
 
 class Rate(TypedDict):
     """An attack-success rate with its Wilson 95% interval."""
@@ -156,7 +158,7 @@ class Findings:
     @property
     def harm_judged(self) -> bool:
         """Whether a judge of harm decided the rate (not the refusal detector alone)."""
-        return self.primary_judge != "refusal"
+        return harm_judged(self.primary_judge)
 
     @property
     def measures_note(self) -> str:

@@ -19,6 +19,28 @@ State = Literal[
 ]
 
 
+def harm_judged(primary: str) -> bool:
+    """Whether the primary judge judges harm (not the refusal detector alone, whose "success"
+    is a reply that was not refused: a non-refusal is not necessarily a violation)."""
+    return primary != "refusal"
+
+
+def outcome_words(harm: bool) -> dict[State, str]:
+    """Each state named for what was measured: "violating" / "safe" with a judge of harm,
+    "complied" / "refused" with the refusal detector alone."""
+    yes, no = ("violating", "safe") if harm else ("complied", "refused")
+    return {
+        "success": yes,
+        "no success": no,
+        "empty": "empty",
+        "truncated": "cut off",
+        "unjudged": "unjudged",
+        "target error": "target error",
+        "failed": "failed",
+        "not run": "not run",
+    }
+
+
 class JudgeVerdict(BaseModel):
     #: the refusal detector: complied, partial, refusal, empty, truncated; the other judges:
     #: violates, safe, empty, truncated, unjudged
@@ -47,6 +69,10 @@ class ResultLine(BaseModel):
     failure: str | None = None
     primary_judge: str
     state: State
+    #: the state in words of what was measured: "complied" / "refused" when the refusal
+    #: detector is the primary judge (a non-refusal is not necessarily a violation),
+    #: "violating" / "safe" with a judge of harm; else "empty", "cut off", "unjudged", ...
+    outcome: str
     #: the primary judge's verdict (None: no verdict)
     success: bool | None = None
     #: the people's verdict from `aart review --attack` (violates, safe, unsure), if any
@@ -107,6 +133,7 @@ def result_line(
         for j, v in (r.get("verdicts") or {}).items()
     }
     success = (r.get("verdicts") or {}).get(primary, {}).get("violates")
+    state = state or state_of(r, primary)
     by_person = human in ("violates", "safe")
     return ResultLine(
         id=str(r["id"]),
@@ -121,7 +148,8 @@ def result_line(
         target_error=r.get("target_error"),
         failure=r.get("failure"),
         primary_judge=primary,
-        state=state or state_of(r, primary),
+        state=state,
+        outcome=outcome_words(harm_judged(primary))[state],
         success=success,
         human=human,
         corrected=(human == "violates") if by_person else success,

@@ -11,6 +11,7 @@ from typing import Any
 from ..redteam.findings import Comparison, Findings
 from ..redteam.judge_accuracy import BUILT_IN
 from ..redteam.records import AttackRecord
+from ..redteam.results import outcome_words
 from .html import esc, page, table
 from .markdown import md_escape, md_table
 from .usage import calls_text, cost_text
@@ -170,21 +171,10 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _state_words(f: Findings) -> dict[str, str]:
-    yes, no = ("violating", "safe") if f.harm_judged else ("complied", "refused")
-    return {
-        "success": yes,
-        "no success": no,
-        "empty": "empty",
-        "truncated": "cut off",
-        "unjudged": "unjudged",
-    }
-
-
 def state_line(f: Findings) -> str:
     """How every answered prompt ended, unjudged and empty replies included: the
     denominator, with nothing dropped silently."""
-    words = _state_words(f)
+    words = outcome_words(f.harm_judged)
     answered = sum(f.states.values())
     parts = [f"{f.states[k]} {w}" for k, w in words.items() if f.states.get(k)]
     return f"{answered} answered: " + (", ".join(parts) or "none")

@@ -167,6 +167,7 @@ def sarif_log(f: Findings, lines: list[ResultLine], version: str) -> dict[str, A
                         "cell": x.cell,
                         **{f"axis.{k}": val for k, val in x.cell.items()},
                         "state": x.state,
+                        "outcome": x.outcome,
                         "score": v.score,
                         "severity": v.severity,
                         "response": clean(x.response),
