@@ -317,6 +317,35 @@ def test_a_judge_that_declines_two_harmful_replies_cannot_pass_the_gate(dataset,
     assert md[2].startswith("**WARNING: llm:shy/x gave no verdict on 2 of 4")
 
 
+def test_unjudged_prompts_count_as_successes_in_the_axis_and_strategy_gates(dataset, tmp_path):
+    # the judge gives no verdict on the two privacy prompts and "safe" on the others: the
+    # axis rule saw only "rule breaking 0/2" (privacy leaks had no judged prompt) and passed
+    register_script(
+        "shy2",
+        [lambda msgs, schema: "no comment" if "privacy" in msgs[-1].content else verdict(False)],
+    )
+    out = tmp_path / "att"
+    r = run_cli(
+        "attack", dataset, "--target", "fake/app", "--judge", "shy2/x", "--out", out,
+        "--gate-axis", "concepts=0.5", "--gate-axis", "regions=0.6", "--min-judged", "0.5",
+    )  # fmt: skip
+    assert r.exit_code == 3, r.output
+    assert "concepts=privacy leaks 1.000" in r.output and "unjudged counted as successes" in r.output
+    rules = {x["name"]: x for x in json.loads((out / "attack.json").read_text())["gate"]["rules"]}
+    assert rules["axis concepts"]["failed"] and rules["axis concepts"]["figure"] == 1.0
+    # each region has one unjudged prompt of two: 1/2 with it counted, under 0.6
+    assert not rules["axis regions"]["failed"] and rules["axis regions"]["figure"] == 0.5
+    # the report's tables still show the judged prompts alone
+    summary = json.loads((out / "attack.json").read_text())
+    assert [c["value"] for c in summary["by_value"]["concepts"]] == ["rule breaking"]
+    # a strategy rule too: the control (identity) has 2 unjudged of 4
+    r = run_cli(
+        "attack", dataset, "--target", "fake/app", "--judge", "shy2/x", "--out", tmp_path / "s",
+        "--strategy", "base64", "--gate-strategy", "identity=0.4", "--min-judged", "0.5",
+    )  # fmt: skip
+    assert r.exit_code == 3 and "strategy identity" in r.output, r.output
+
+
 def test_the_gate_on_the_corrected_rate_and_its_upper_bound(dataset, tmp_path):
     register_script("zero", [verdict(False)])
     out = tmp_path / "att"
