@@ -22,6 +22,7 @@ from ..runner import run_jobs
 from ..store.lock import OutputLock
 from ..store.rundir import Run
 from ..text.language import function_words
+from ..text.languages import LANGUAGE_AXIS
 from ..text.normalize import (
     RESTATED_CELL,
     CellPhrase,
@@ -509,6 +510,10 @@ class Generator:
             Counter(f"{d} not found" for r in unfaithful for d, ok in r.verified.items() if not ok)
         )
         methods = {name: dim.verify for name, dim in self.recipe.dimensions.items()}
+        if len(self.recipe.application.languages) > 1:
+            # the language axis is no keyword check: the verifier reads the language a prompt
+            # is written in (its function words), and rejects on it
+            methods[LANGUAGE_AXIS] = "language"
         tally: dict[str, list[int]] = {}
         for r in [*candidates, *unfaithful, *alike]:
             for d, ok in r.verified.items():
