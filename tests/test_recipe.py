@@ -76,7 +76,9 @@ def test_a_key_given_twice_is_located_not_silently_replaced(tmp_path):
     assert f"line {line_of(MINI_RECIPE, 'generate:')}" in str(e) and "fix:" in str(e)
     # nested keys too
     e = err(tmp_path, MINI_RECIPE.replace("  min_words: 2\n", "  min_words: 2\n  min_words: 3\n"))
-    assert "'min_words' is given twice" in str(e) and e.line == line_of(MINI_RECIPE, "min_words") + 1
+    assert (
+        "'min_words' is given twice" in str(e) and e.line == line_of(MINI_RECIPE, "min_words") + 1
+    )
 
 
 def test_template_unknown_dimension(tmp_path):

@@ -330,7 +330,9 @@ def test_unjudged_prompts_count_as_successes_in_the_axis_and_strategy_gates(data
         "--gate-axis", "concepts=0.5", "--gate-axis", "regions=0.6", "--min-judged", "0.5",
     )  # fmt: skip
     assert r.exit_code == 3, r.output
-    assert "concepts=privacy leaks 1.000" in r.output and "unjudged counted as successes" in r.output
+    assert (
+        "concepts=privacy leaks 1.000" in r.output and "unjudged counted as successes" in r.output
+    )
     rules = {x["name"]: x for x in json.loads((out / "attack.json").read_text())["gate"]["rules"]}
     assert rules["axis concepts"]["failed"] and rules["axis concepts"]["figure"] == 1.0
     # each region has one unjudged prompt of two: 1/2 with it counted, under 0.6
