@@ -348,6 +348,28 @@ def test_unjudged_prompts_count_as_successes_in_the_axis_and_strategy_gates(data
     assert r.exit_code == 3 and "strategy identity" in r.output, r.output
 
 
+def test_the_peoples_own_rate_is_given_beside_the_rate_corrected_by_their_labels(dataset, tmp_path):
+    # people labelled the answers: the CLI and reports gave only the judge's rate corrected
+    # with the figures their labels imply (a wide interval), never what the people said
+    from aart.review.session import open_review
+
+    out = tmp_path / "att"
+    aart.attack(dataset, target="fake/app", out=out)  # the refusal detector: all comply
+    review = open_review(dataset, attack=out, reviewer="ana")
+    for r, said in zip(review.verdicts, ["violates", "safe", "safe", "unsure"], strict=True):
+        review.label_verdict(verdict_id(r), {"verdict": said, "note": ""})
+    review.close()
+    r = run_cli("attack", dataset, "--target", "fake/app", "--out", out)
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.output.splitlines() if x.strip().startswith("people"))
+    assert "1/3 labelled answers violate = 33.3%" in line and "of 4 answered" in line, line
+    summary = json.loads((out / "attack.json").read_text())
+    assert summary["calibration"]["people"]["successes"] == 1
+    assert summary["calibration"]["people"]["n"] == 3
+    assert "1/3 labelled answers violate" in (out / "report.md").read_text()
+    assert "1/3 labelled answers violate" in (out / "report.html").read_text()
+
+
 def test_the_gate_on_the_corrected_rate_and_its_upper_bound(dataset, tmp_path):
     register_script("zero", [verdict(False)])
     out = tmp_path / "att"

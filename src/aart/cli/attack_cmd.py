@@ -484,6 +484,7 @@ def show_findings(
         headline,
         honest_note,
         pair_line,
+        people_line,
         plural,
         state_line,
         worst_case_line,
@@ -522,6 +523,8 @@ def show_findings(
     ]
     if corrected_line(f):
         rows.append(("corrected", corrected_line(f)))
+    if people_line(f):
+        rows.append(("people", people_line(f)))
     if worst_case_line(f):
         rows.append(("worst case", worst_case_line(f)))
     if f.agent:

@@ -509,7 +509,7 @@ class Generator:
         stats.rejection_reasons = dict(
             Counter(f"{d} not found" for r in unfaithful for d, ok in r.verified.items() if not ok)
         )
-        methods = {name: dim.verify for name, dim in self.recipe.dimensions.items()}
+        methods: dict[str, str] = {n: d.verify for n, d in self.recipe.dimensions.items()}
         if len(self.recipe.application.languages) > 1:
             # the language axis is no keyword check: the verifier reads the language a prompt
             # is written in (its function words), and rejects on it
