@@ -445,6 +445,8 @@ def test_zero_rates_have_no_floating_point_noise_and_no_worst_value():
     assert worst_value(cells) == "none (2 values, all at 100%)"
     cells = per_value([({"a": "x"}, True)] * 3 + [({"a": "y"}, False)] * 5)["a"]
     assert worst_value(cells) == "x 3/3"
+    # one value: "1 value" (was "none (1 values, all 0/n)")
+    assert worst_value(per_value([({"a": "x"}, False)] * 2)["a"]) == "none (1 value, 0/2)"
 
 
 def test_pair_figures_in_words_in_both_reports(dataset, tmp_path):

@@ -458,6 +458,8 @@ def worst_value(cells: Sequence[Mapping[str, Any]]) -> str:
     100% alike): the order among equals means nothing."""
     worst = cells[0]
     if not worst["successes"]:
+        if len(cells) == 1:
+            return f"none (1 value, 0/{worst['n']})"
         return f"none ({len(cells)} values, all 0/n)"
     if len(cells) > 1 and all(c["rate"] == worst["rate"] for c in cells):
         return f"none ({len(cells)} values, all at {100 * worst['rate']:.0f}%)"
