@@ -329,3 +329,22 @@ def test_each_call_shows_a_few_examples_drawn_for_it():
         assert all(ex["prompt"] in user for ex in shown)
     assert len(seen) > 3
     assert len(call_examples(full, Attempt.of("a", cells))) == 6
+
+
+def test_the_fake_server_can_play_a_generator_that_fills_no_cell(tmp_path):
+    # for trying the early stop by hand: `python -m aart.testing.fake_server --ignore-cells`
+    import aart
+    from aart.testing.fake_server import FakeOpenAIServer
+
+    server = FakeOpenAIServer()
+    server.ignore_cells = True
+    server.start()
+    try:
+        result = aart.run(
+            write_recipe(tmp_path, explicit()), out=tmp_path / "run", model="openai/gen",
+            base_url=server.base_url,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert result.stats.prompts == 0 and result.stats.valid_items > 0
+    assert result.stats.stopped.startswith("stopped before the top-ups")
