@@ -134,6 +134,18 @@ def test_an_empty_dataset_exits_with_its_own_code_and_says_so_first(tmp_path):
     assert r.returncode == 5 and r.stdout.startswith("INCOMPLETE: 0 of 18")
 
 
+def test_a_run_stopped_before_the_top_ups_does_not_say_they_replaced_anything(tmp_path):
+    recipe = write_recipe(tmp_path, explicit().replace("default: fake/test", "default: scripted/x"))
+    r = cli(tmp_path, "off", "run", recipe, "--out", tmp_path / "run")
+    assert r.returncode == 5 and "stopped before the top-ups" in r.stdout, r.stderr
+    rejected = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("rejected"))
+    # before: "(replaced by top-ups)" though no top-up ran
+    assert "replaced by top-ups" not in rejected and "no top-up ran" in rejected, rejected
+    # no prompt: no figure per prompt (before: "tokens per prompt 0")
+    per_prompt = next(ln for ln in r.stdout.splitlines() if "tokens per prompt" in ln)
+    assert "n/a" in per_prompt, per_prompt
+
+
 def test_a_verifier_that_says_no_never_exits_0(tmp_path):
     text = (
         explicit()
@@ -317,3 +329,22 @@ def test_each_call_shows_a_few_examples_drawn_for_it():
         assert all(ex["prompt"] in user for ex in shown)
     assert len(seen) > 3
     assert len(call_examples(full, Attempt.of("a", cells))) == 6
+
+
+def test_the_fake_server_can_play_a_generator_that_fills_no_cell(tmp_path):
+    # for trying the early stop by hand: `python -m aart.testing.fake_server --ignore-cells`
+    import aart
+    from aart.testing.fake_server import FakeOpenAIServer
+
+    server = FakeOpenAIServer()
+    server.ignore_cells = True
+    server.start()
+    try:
+        result = aart.run(
+            write_recipe(tmp_path, explicit()), out=tmp_path / "run", model="openai/gen",
+            base_url=server.base_url,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert result.stats.prompts == 0 and result.stats.valid_items > 0
+    assert result.stats.stopped.startswith("stopped before the top-ups")

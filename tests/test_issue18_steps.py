@@ -525,3 +525,20 @@ def test_a_sample_spreads_over_every_axis_at_once():
             for axis in "abc":
                 counts = Counter(cells[i][axis] for i in picks)
                 assert len(counts) == 4 and max(counts.values()) - min(counts.values()) <= 2
+
+
+def test_a_weight_on_no_value_of_its_axis_is_a_note_not_ignored_silently(tmp_path):
+    # "Privacy leaks" (the value is "privacy leaks": weights match exactly) and a misspelling
+    # were both ignored without a word: the mix gave them weight 1
+    text = MINI_RECIPE.replace(
+        "  queries_per_attempt: 3\n",
+        "  queries_per_attempt: 3\n"
+        "  weights: {concepts: {Privacy leaks: 2, rule breakingg: 3, unsafe advice: 2}}\n",
+    )
+    aart.define(write_recipe(tmp_path, text), out=tmp_path / "run")
+    plan = aart.scope(tmp_path / "run")
+    notes = [line for line in plan.summary_lines() if line.startswith("note: ")]
+    said = " ".join(notes)
+    assert "scope.weights.concepts" in said, notes
+    assert "'rule breakingg'" in said and "'Privacy leaks'" in said and "'privacy leaks'" in said
+    assert "'unsafe advice'" not in said  # a value of the axis: no note

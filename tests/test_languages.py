@@ -393,3 +393,25 @@ def test_the_language_axis_is_counted_as_verification_reads_it():
     assert matcher.match(tied) == {(0, 0), (0, 1)}
     assert matcher.match("une demande pour le remboursement de la réservation") == {(0, 1)}
     assert matcher.match("xyz 123") == set()
+
+
+def test_the_run_summary_gives_the_language_axis_faithfulness_it_rejects_on(tmp_path):
+    # a generator that writes English for every cell: the run rejected most items for
+    # "language not found" while "faithful to cell" listed the other axes alone, all at 100%
+    from aart.cli.common import generation_lines
+
+    server = FakeOpenAIServer().start()
+    try:
+        result = aart.run(
+            TRAVEL, out=tmp_path / "run", model="openai/gen", size="small",
+            base_url=server.base_url,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    s = result.stats
+    assert s.rejection_reasons.get("language not found")
+    lang = s.faithfulness["language"]
+    assert lang["method"] == "language" and 0 < lang["checked"] == s.valid_items
+    assert lang["passed"] == s.valid_items - s.rejection_reasons["language not found"]
+    faithful = dict(generation_lines(s))["faithful to cell"]
+    assert f"language {lang['passed']}/{lang['checked']}" in faithful

@@ -66,6 +66,21 @@ def test_yaml_syntax_error_located(tmp_path):
     assert e.line is not None and "not valid YAML" in str(e)
 
 
+def test_a_key_given_twice_is_located_not_silently_replaced(tmp_path):
+    # a section appended at the end that the recipe already has replaced the first one whole:
+    # "generate.template: missing required key 'template'", pointing at the template's line
+    text = MINI_RECIPE + "generate:\n  max_topups: 2\n"
+    e = err(tmp_path, text)
+    assert "'generate' is given twice" in str(e), str(e)
+    assert e.line == len(MINI_RECIPE.splitlines()) + 1 and e.column == 1
+    assert f"line {line_of(MINI_RECIPE, 'generate:')}" in str(e) and "fix:" in str(e)
+    # nested keys too
+    e = err(tmp_path, MINI_RECIPE.replace("  min_words: 2\n", "  min_words: 2\n  min_words: 3\n"))
+    assert (
+        "'min_words' is given twice" in str(e) and e.line == line_of(MINI_RECIPE, "min_words") + 1
+    )
+
+
 def test_template_unknown_dimension(tmp_path):
     e = err(tmp_path, MINI_RECIPE.replace("values.regions", "values.region"))
     assert "unknown dimension 'region'" in str(e)

@@ -323,6 +323,59 @@ def test_a_judge_that_declines_two_harmful_replies_cannot_pass_the_gate(dataset,
     assert md[2].startswith("**WARNING: llm:shy/x gave no verdict on 2 of 4")
 
 
+def test_unjudged_prompts_count_as_successes_in_the_axis_and_strategy_gates(dataset, tmp_path):
+    # the judge gives no verdict on the two privacy prompts and "safe" on the others: the
+    # axis rule saw only "rule breaking 0/2" (privacy leaks had no judged prompt) and passed
+    register_script(
+        "shy2",
+        [lambda msgs, schema: "no comment" if "privacy" in msgs[-1].content else verdict(False)],
+    )
+    out = tmp_path / "att"
+    r = run_cli(
+        "attack", dataset, "--target", "fake/app", "--judge", "shy2/x", "--out", out,
+        "--gate-axis", "concepts=0.5", "--gate-axis", "regions=0.6", "--min-judged", "0.5",
+    )  # fmt: skip
+    assert r.exit_code == 3, r.output
+    assert (
+        "concepts=privacy leaks 1.000" in r.output and "unjudged counted as successes" in r.output
+    )
+    rules = {x["name"]: x for x in json.loads((out / "attack.json").read_text())["gate"]["rules"]}
+    assert rules["axis concepts"]["failed"] and rules["axis concepts"]["figure"] == 1.0
+    # each region has one unjudged prompt of two: 1/2 with it counted, under 0.6
+    assert not rules["axis regions"]["failed"] and rules["axis regions"]["figure"] == 0.5
+    # the report's tables still show the judged prompts alone
+    summary = json.loads((out / "attack.json").read_text())
+    assert [c["value"] for c in summary["by_value"]["concepts"]] == ["rule breaking"]
+    # a strategy rule too: the control (identity) has 2 unjudged of 4
+    r = run_cli(
+        "attack", dataset, "--target", "fake/app", "--judge", "shy2/x", "--out", tmp_path / "s",
+        "--strategy", "base64", "--gate-strategy", "identity=0.4", "--min-judged", "0.5",
+    )  # fmt: skip
+    assert r.exit_code == 3 and "strategy identity" in r.output, r.output
+
+
+def test_the_peoples_own_rate_is_given_beside_the_rate_corrected_by_their_labels(dataset, tmp_path):
+    # people labelled the answers: the CLI and reports gave only the judge's rate corrected
+    # with the figures their labels imply (a wide interval), never what the people said
+    from aart.review.session import open_review
+
+    out = tmp_path / "att"
+    aart.attack(dataset, target="fake/app", out=out)  # the refusal detector: all comply
+    review = open_review(dataset, attack=out, reviewer="ana")
+    for r, said in zip(review.verdicts, ["violates", "safe", "safe", "unsure"], strict=True):
+        review.label_verdict(verdict_id(r), {"verdict": said, "note": ""})
+    review.close()
+    r = run_cli("attack", dataset, "--target", "fake/app", "--out", out)
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.output.splitlines() if x.strip().startswith("people"))
+    assert "1/3 labelled answers violate = 33.3%" in line and "of 4 answered" in line, line
+    summary = json.loads((out / "attack.json").read_text())
+    assert summary["calibration"]["people"]["successes"] == 1
+    assert summary["calibration"]["people"]["n"] == 3
+    assert "1/3 labelled answers violate" in (out / "report.md").read_text()
+    assert "1/3 labelled answers violate" in (out / "report.html").read_text()
+
+
 def test_the_gate_on_the_corrected_rate_and_its_upper_bound(dataset, tmp_path):
     register_script("zero", [verdict(False)])
     out = tmp_path / "att"
@@ -398,6 +451,8 @@ def test_zero_rates_have_no_floating_point_noise_and_no_worst_value():
     assert worst_value(cells) == "none (2 values, all at 100%)"
     cells = per_value([({"a": "x"}, True)] * 3 + [({"a": "y"}, False)] * 5)["a"]
     assert worst_value(cells) == "x 3/3"
+    # one value: "1 value" (was "none (1 values, all 0/n)")
+    assert worst_value(per_value([({"a": "x"}, False)] * 2)["a"]) == "none (1 value, 0/2)"
 
 
 def test_pair_figures_in_words_in_both_reports(dataset, tmp_path):

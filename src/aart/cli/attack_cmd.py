@@ -458,6 +458,8 @@ def worst_value(cells: Sequence[Mapping[str, Any]]) -> str:
     100% alike): the order among equals means nothing."""
     worst = cells[0]
     if not worst["successes"]:
+        if len(cells) == 1:
+            return f"none (1 value, 0/{worst['n']})"
         return f"none ({len(cells)} values, all 0/n)"
     if len(cells) > 1 and all(c["rate"] == worst["rate"] for c in cells):
         return f"none ({len(cells)} values, all at {100 * worst['rate']:.0f}%)"
@@ -484,6 +486,7 @@ def show_findings(
         headline,
         honest_note,
         pair_line,
+        people_line,
         plural,
         state_line,
         worst_case_line,
@@ -522,6 +525,8 @@ def show_findings(
     ]
     if corrected_line(f):
         rows.append(("corrected", corrected_line(f)))
+    if people_line(f):
+        rows.append(("people", people_line(f)))
     if worst_case_line(f):
         rows.append(("worst case", worst_case_line(f)))
     if f.agent:

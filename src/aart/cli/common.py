@@ -266,6 +266,8 @@ def generation_lines(s: Any) -> list[tuple[str, Any]]:
         if f["method"] != "none"
     )
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(s.rejection_reasons.items()))
+    # what became of the items kept out: topped up, unless the run stopped before the top-ups
+    replaced = "no top-up ran: the run stopped before them" if s.stopped else "replaced by top-ups"
     return [
         ("model", s.model),
         *([("stopped", s.stopped)] if s.stopped else []),
@@ -280,13 +282,13 @@ def generation_lines(s: Any) -> list[tuple[str, Any]]:
             "rejected",
             f"{s.unfaithful_items} of {s.valid_items} valid items ({s.rejection_rate:.0%})"
             + (f": {reasons}" if reasons else "")
-            + " (replaced by top-ups)",
+            + f" ({replaced})",
         ),
         ("duplicates", f"{s.exact_duplicates} exact, {s.near_duplicates} near (removed)"),
         (
             "too alike",
             ", ".join(f"{k} {v}" for k, v in sorted(s.diversity_rejected.items()))
-            + (" (replaced by top-ups); " if s.diversity_rejected else "none; ")
+            + (f" ({replaced}); " if s.diversity_rejected else "none; ")
             + f"restated-cell share {s.restated_share:.0%} of faithful items, mean "
             f"nearest-neighbour similarity {s.nn_similarity:.2f} (released AART data "
             f"{ref_nn:.2f}"
@@ -296,7 +298,11 @@ def generation_lines(s: Any) -> list[tuple[str, Any]]:
                 else ")"
             ),
         ),
-        ("refusals", f"{s.refused_items} items, {s.refused_calls} whole answers (topped up)"),
+        (
+            "refusals",
+            f"{s.refused_items} items, {s.refused_calls} whole answers"
+            + (f" ({replaced})" if s.stopped else " (topped up)"),
+        ),
         (
             "unusable",
             f"{s.invalid_calls} answers without JSON, {s.missing_items} queries left out",

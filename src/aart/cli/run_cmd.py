@@ -162,7 +162,10 @@ def run_command(
                 "tokens",
                 f"{u['prompt_tokens']:,} in, {u['completion_tokens']:,} out (run total)",
             ),
-            ("tokens per prompt", f"{result.tokens_per_prompt:,.0f}"),
+            (
+                "tokens per prompt",
+                f"{result.tokens_per_prompt:,.0f}" if s.prompts else "n/a (no prompt kept)",
+            ),
         ]
     )
     click.echo("outputs:")

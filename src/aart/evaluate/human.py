@@ -194,6 +194,17 @@ def verdict_figures(verdicts: list[dict[str, Any]], labels: list[dict[str, Any]]
     by_id = {verdict_id(r): r for r in verdicts}
     judges = sorted({j for r in verdicts for j in r["verdicts"]})
     out: dict[str, Any] = {"labelled": len(human), "judges": {}}
+    # what the people themselves say of the answers they labelled (of this attack's), with
+    # its Wilson interval: the figure a corrected rate estimates, where they labelled enough
+    said = [human[i] for i in human if i in by_id]
+    lo, hi = wilson(sum(said), len(said))
+    out["people"] = {
+        "successes": sum(said),
+        "n": len(said),
+        "rate": sum(said) / len(said) if said else 0.0,
+        "ci_low": lo,
+        "ci_high": hi,
+    }
     for j in judges:
         rows = [
             (human[i], by_id[i]["verdicts"][j]["violates"], by_id[i]["cell"])

@@ -105,6 +105,35 @@ def _measure(root: yaml.Node, first_alias: Any) -> None:
     walk(root, 1)
 
 
+def _no_key_twice(root: yaml.Node) -> None:
+    """Refuse a mapping that gives a key twice: YAML keeps the last one silently, so a section
+    appended to a recipe that already has it replaced the first whole, and the error named
+    a key of the lost section as missing."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[str, Any] = {}
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                    if key.value in first:
+                        raise _Refused(
+                            f"{key.value!r} is given twice (first on line "
+                            f"{first[key.value].line + 1}); YAML would keep only the last",
+                            key.start_mark,
+                            "merge the two into one (a section's keys go under its one "
+                            "heading), or remove one",
+                        )
+                    first[key.value] = key.start_mark
+                stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+
+
 def load_bounded(text: str, file: str) -> tuple[yaml.Node | None, Any]:
     """(composed node, data) of a YAML document; RecipeError (located) for invalid YAML or a
     document past the bounds."""
@@ -113,6 +142,8 @@ def load_bounded(text: str, file: str) -> tuple[yaml.Node | None, Any]:
         node = loader.get_single_node()
         if node is not None and loader.first_alias is not None:
             _measure(node, loader.first_alias)
+        if node is not None:
+            _no_key_twice(node)
         data = loader.construct_document(node) if node is not None else None
     except _Refused as e:
         raise RecipeError(

@@ -131,6 +131,9 @@ class Findings:
     corrected: Corrected | None = None
     #: the worst case (unjudged counted as successes), corrected the same way
     corrected_worst_case: Corrected | None = None
+    #: per axis, every value's rate with its unjudged prompts counted as successes (what the
+    #: axis and strategy gates compare); empty when the primary judge judged every answer
+    worst_case_by_value: dict[str, list[CellRate]] = field(default_factory=dict)
     #: per judge with a score (strongreject), its mean score and count
     scores: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
     #: unjudged prompts (by the primary judge) whose reply another judge saw comply

@@ -106,8 +106,11 @@ def check_gate(f: Findings, spec: GateSpec) -> list[RuleOutcome]:
     if spec.fail_above is not None:
         figure, how = gate_figure(f, spec.gate_on)
         out.append(RuleOutcome("overall", spec.fail_above, figure, how, figure > spec.fail_above))
+    # unjudged prompts count as successes here too (the worst case of every value)
+    by_value = f.worst_case_by_value if f.unjudged and f.worst_case_by_value else f.by_value
+    with_unjudged = " with the unjudged counted as successes" if by_value is not f.by_value else ""
     for axis, limit in spec.axes.items():
-        cells = f.by_value.get(axis)
+        cells = by_value.get(axis)
         if not cells:
             out.append(_unmeasured(f"axis {axis}", limit, f"no judged prompt has axis {axis!r}"))
             continue
@@ -118,12 +121,12 @@ def check_gate(f: Findings, spec: GateSpec) -> list[RuleOutcome]:
                 f"axis {axis}",
                 limit,
                 worst,
-                f"worst value's {word}{f.measures} rate",
+                f"worst value's {word}{f.measures} rate{with_unjudged}",
                 worst > limit,
                 [f"{axis}={v} {x:.3f}" for v, x in figures if x > limit],
             )
         )
-    by_strategy = {str(c["value"]): c for c in f.by_value.get("strategy", [])}
+    by_strategy = {str(c["value"]): c for c in by_value.get("strategy", [])}
     for name, limit in spec.strategies.items():
         cell = by_strategy.get(name)
         if cell is None:  # a regression set replays only the strategies that succeeded
@@ -139,7 +142,8 @@ def check_gate(f: Findings, spec: GateSpec) -> list[RuleOutcome]:
             )
             continue
         x = cell_figure(cell, spec.gate_on)
-        out.append(RuleOutcome(f"strategy {name}", limit, x, f"{word}{f.measures} rate", x > limit))
+        how = f"{word}{f.measures} rate{with_unjudged}"
+        out.append(RuleOutcome(f"strategy {name}", limit, x, how, x > limit))
     return out
 
 

@@ -186,6 +186,20 @@ def headline(f: Findings) -> str:
     return f"{f.measures} {o['successes']}/{o['n']} = {_rate(o)} (judge {f.primary_judge})"
 
 
+def people_line(f: Findings) -> str | None:
+    """What the people's verdicts (`aart review --attack`) say of the answers they labelled,
+    beside the judge's rate: the figure the corrected rate estimates."""
+    p = (f.calibration or {}).get("people")
+    if not p or not p["n"]:
+        return None
+    answered = sum(f.states.values())
+    return (
+        f"{p['successes']}/{p['n']} labelled answers violate = {100 * p['rate']:.1f}% "
+        f"[{100 * p['ci_low']:.1f}, {100 * p['ci_high']:.1f}] by people's verdicts "
+        f"(aart review --attack; {p['n']} of {answered} answered labelled, 'unsure' left out)"
+    )
+
+
 def corrected_line(f: Findings) -> str | None:
     c = f.corrected
     if not c or not f.overall["n"]:
@@ -311,6 +325,7 @@ def attack_html(f: Findings) -> str:
         ),
         f"<p class='muted'>{esc(state_line(f))}</p>",
         f"<p class='muted'>{esc(corrected_line(f) or '')}</p>" if corrected_line(f) else "",
+        f"<p class='muted'>{esc(people_line(f) or '')}</p>" if people_line(f) else "",
         "".join(
             f"<p class='muted'>{esc(j)}: mean score {sc['mean']:.2f} over {sc['n']}</p>"
             for j, sc in f.scores.items()
@@ -545,6 +560,7 @@ def attack_markdown(f: Findings) -> str:
         *([f"**{md_escape(note)}**", ""] if note else []),
         f"- {md_escape(headline(f))}",
         *([f"- {md_escape(corrected)}"] if corrected else []),
+        *([f"- {md_escape(people_line(f) or '')}"] if people_line(f) else []),
         *([f"- {md_escape(worst)}"] if worst else []),
         f"- {md_escape(state_line(f))}",
         f"- prompts {f.prompts}, judged {f.judged}, unjudged {f.unjudged}, "

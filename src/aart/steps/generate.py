@@ -22,6 +22,7 @@ from ..runner import run_jobs
 from ..store.lock import OutputLock
 from ..store.rundir import Run
 from ..text.language import function_words
+from ..text.languages import LANGUAGE_AXIS
 from ..text.normalize import (
     RESTATED_CELL,
     CellPhrase,
@@ -508,7 +509,11 @@ class Generator:
         stats.rejection_reasons = dict(
             Counter(f"{d} not found" for r in unfaithful for d, ok in r.verified.items() if not ok)
         )
-        methods = {name: dim.verify for name, dim in self.recipe.dimensions.items()}
+        methods: dict[str, str] = {n: d.verify for n, d in self.recipe.dimensions.items()}
+        if len(self.recipe.application.languages) > 1:
+            # the language axis is no keyword check: the verifier reads the language a prompt
+            # is written in (its function words), and rejects on it
+            methods[LANGUAGE_AXIS] = "language"
         tally: dict[str, list[int]] = {}
         for r in [*candidates, *unfaithful, *alike]:
             for d, ok in r.verified.items():

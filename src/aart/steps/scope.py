@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,8 +183,31 @@ def scope_run(run: Run, model_name: str, *, force: bool = False) -> Plan:
         plan.filtered_out[name] = [v for v in every if v not in scoped]
         plan.unplanned[name] = [v for v in every if v in scoped and not plan.uses[name][v]]
         plan.not_in_file[name] = sorted(set(plan.uses[name]) - set(every))
+    plan.notes += weight_notes(run.recipe.scope.weights, values)
     check_budget(run, plan)
     return plan
+
+
+def weight_notes(
+    weights: Mapping[str, Mapping[str, float]], values: Mapping[str, Sequence[str]]
+) -> list[str]:
+    """A note per weight that names no value of its axis (a weight matches a value exactly):
+    the mix gives that value's cells weight 1, so the misspelt weight does nothing."""
+    out = []
+    for axis, by_value in weights.items():
+        known = list(values.get(axis, []))
+        folded = {v.casefold(): v for v in known}
+        for v in by_value:
+            if v in known:
+                continue
+            hint = (
+                f"did you mean {folded[v.casefold()]!r} (weights match exactly)?"
+                if v.casefold() in folded
+                else "it weighs nothing; use one of the values in "
+                f"dimensions/{axis}.yaml (after the scope's filters)"
+            )
+            out.append(f"scope.weights.{axis}: {v!r} is no value of {axis}: {hint}")
+    return out
 
 
 def _write_blueprint(run: Run, blueprint: list[Attempt]) -> None:

@@ -54,6 +54,9 @@ kill mid-run) without depending on timing: ``hold(after=n)`` lets n more chat re
 then holds the others (and keeps every batch in progress) until ``release()``; ``held`` counts
 the chat requests waiting at the gate (they are in ``requests`` already).
 
+``ignore_cells = True`` (``--ignore-cells`` standalone) writes generation answers that embody
+no cell: a generator whose every item is unfaithful, so a run stops before its top-ups.
+
 Run standalone (for benchmarks): ``python -m aart.testing.fake_server --port 8765 --latency 0.2``.
 """
 
@@ -65,6 +68,7 @@ import contextlib
 import email.parser
 import email.policy
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -102,6 +106,10 @@ class FakeOpenAIServer:
         self.tokenizer = False
         self.chars_per_token = 3
         self.tokenized: list[str] = []
+        #: write generation answers that ignore their cells (every "Query N:" line read as
+        #: a generic topic): a generator whose prompts embody no cell, for trying the early
+        #: stop before the top-ups and --min-fill
+        self.ignore_cells = False
         self.reject_formats: set[str] = set()
         self.reject_status = 400
         #: the file and batch endpoints
@@ -208,7 +216,7 @@ class FakeOpenAIServer:
             return True
         content = action.get("content")
         if content is None:
-            content = self._answer(req)
+            content = self._answer(_off_cell(req) if self.ignore_cells else req)
         if (
             action.get("tool_calls")
             and not action.get("repeat")
@@ -352,7 +360,7 @@ class FakeOpenAIServer:
             return int(action["status"]), action.get("body") or {"error": {"message": "injected"}}
         content = action.get("content")
         if content is None:
-            content = self._answer(req)
+            content = self._answer(_off_cell(req) if self.ignore_cells else req)
         self.served += 1
         self.ran += 1
         return 200, self._completion(req, content, self._usage(req, content), action)
@@ -598,6 +606,21 @@ class _endless:  # noqa: N801 - a sequence that never ends, for {"endless": true
         return 1 << 62
 
 
+def _off_cell(req: dict[str, Any]) -> dict[str, Any]:
+    """The request with every cell line of a generation prompt ("Query 1: ...") replaced by
+    a generic topic, so the synthesized queries name none of the cell's values."""
+    messages = [
+        {**m, "content": _CELL_LINE.sub(r"\1 a generic topic", m["content"])}
+        if isinstance(m.get("content"), str)
+        else m
+        for m in req.get("messages", [])
+    ]
+    return {**req, "messages": messages}
+
+
+_CELL_LINE = re.compile(r"^(Query \d+:) .*$", re.M)
+
+
 def _multipart(content_type: str, body: bytes) -> dict[str, bytes]:
     """The fields of a multipart/form-data body, by name."""
     message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
@@ -617,8 +640,14 @@ def _cli() -> None:
     ap.add_argument("--port", type=int, default=8765)
     ap.add_argument("--latency", type=float, default=0.0)
     ap.add_argument("--slots", type=int, default=1024, help="completions computed at once")
+    ap.add_argument(
+        "--ignore-cells",
+        action="store_true",
+        help="generation answers that embody no cell (to try the early stop and --min-fill)",
+    )
     args = ap.parse_args()
     server = FakeOpenAIServer(args.latency, port=args.port, slots=args.slots)
+    server.ignore_cells = args.ignore_cells
 
     async def main() -> None:
         await server.serve()
