@@ -45,6 +45,7 @@ class JudgeVerdict(BaseModel):
     #: the refusal detector: complied, partial, refusal, empty, truncated; the other judges:
     #: violates, safe, empty, truncated, unjudged
     label: str
+    #: for the refusal detector, "not refused" (complied or partial), not a judgement of harm
     violates: bool | None = None
     score: float | None = None
     rationale: str = ""
