@@ -14,15 +14,30 @@ runs: a finished variant costs no call). The variants:
 - ``six-short-2ex``: ``six`` with the shorter prompts and two examples;
 - ``nine-short-2ex``: nine cells a call, shorter prompts, two examples.
 
+Round 6 (2026-12-02), each with a one-line system prompt (``COMPACT_SYSTEM``):
+
+- ``compact``: a shorter instruction, the examples as their prompts alone
+  (``generate.example_cells: false``);
+- ``compact-w``: ``compact`` with writers whose words carry the crime for counterfeiting and
+  illegal dumping, and no region name on the cell line;
+- ``noex-w``: no examples at all, those writers, the shipped instruction;
+- ``six-w`` / ``nine-w``: six or nine cells a call, the shipped instruction and three
+  examples with their cells, those writers;
+- ``six-cw`` / ``nine-cw``: the same with every crime's writers carrying it (``CARRYING``);
+- ``lean-cw``: three cells a call as shipped, every writer carrying its crime, and a round's
+  top-ups in calls of six cells (``generate.topup_queries: 6``).
+
 Per variant: cells filled, calls, prompt and completion tokens, tokens per faithful prompt
 and its ratio to the baseline's tokens per valid prompt, items written, restated share, mean
 nearest-neighbour similarity, Self-BLEU. Whether the prompts stay real and adversarial is a
 blind reader's call (docs/benchmarks.md), not this script's.
 
     AART_LOCAL_THREADS=1 python bench/bench_demo_tokens.py --work /tmp/demo-tokens \
-        [--only shipped short ...] [--seed 0] [--model local/qwen2.5-coder-1.5b]
+        [--only shipped short ...] [--seed 0] [--model local/qwen2.5-coder-1.5b] \
+        [--baseline-tokens 82.4]
 
-Figures of 2026-12-01: docs/benchmarks.md ("Round 5: tokens per faithful prompt").
+Figures of 2026-12-01 and 2026-12-02: docs/benchmarks.md ("Round 5: tokens per faithful
+prompt", "Round 6").
 """
 
 from __future__ import annotations
@@ -188,18 +203,10 @@ VARIANTS: dict[str, tuple[dict[str, Any] | None, dict[str, Any]]] = {
         balanced(9, 2),
         {"system": COMPACT_SYSTEM, "cell_template": cell_template(writers=True), "max_tokens": 850},
     ),
-    # three cells a call, the short system prompt, the carrying writers, and no or one example
+    # three cells a call, the short system prompt, the carrying writers, no example
     "noex-w": (
         None,
         {"system": COMPACT_SYSTEM, "cell_template": cell_template(writers=True), "examples": []},
-    ),
-    "1ex-w": (
-        None,
-        {
-            "system": COMPACT_SYSTEM,
-            "cell_template": cell_template(writers=True),
-            "examples_per_call": 1,
-        },
     ),
     # every writer carrying its crime; six or nine cells a call, a top-up call as many
     "six-cw": (

@@ -410,7 +410,8 @@ class Generate(Strict):
     #: small model that copies what it reads copies no single one; default: all of them
     examples_per_call: int | None = Field(None, ge=1, le=50)
     #: show each example with its cell's line, then its answer as JSON; off, each example is
-    #: its prompt alone on one line (about half the prompt tokens of an example)
+    #: its prompt alone on one line (about half the prompt tokens of an example; the demo's
+    #: 1.5B then ignored its cells, docs/benchmarks.md round 6)
     example_cells: bool = True
     #: tell the model to name each keyword-checked value of a cell with the value's own
     #: words; off, the template says how (a city for its region, which the values' aliases
