@@ -348,3 +348,38 @@ def test_the_fake_server_can_play_a_generator_that_fills_no_cell(tmp_path):
         server.stop()
     assert result.stats.prompts == 0 and result.stats.valid_items > 0
     assert result.stats.stopped.startswith("stopped before the top-ups")
+
+
+def test_examples_shown_without_their_cells(tmp_path):
+    """generate.example_cells: false shows each example as its prompt alone, one a line
+    (about half an example's tokens); by default each has its cell's line and its JSON. The
+    key at its default leaves the recipe's hash as it was, so earlier runs resume."""
+    from aart.recipe import load_recipe
+    from aart.steps.prompting import render_messages
+    from aart.types import Attempt
+
+    full = load_recipe("aart-demo").recipe
+    bare = full.model_copy(
+        update={
+            "generate": full.generate.model_copy(
+                update={"example_cells": False, "reasoning": "none"}
+            )
+        }
+    )
+    cell = {"policy_concepts": "arson", "task_formats": "email", "regions": "mexico"}
+    user = render_messages(bare, Attempt.of("a", [cell]))[-1].content
+    for ex in full.generate.examples:
+        assert f"\n- {ex['prompt']}\n" in user
+    assert "Cell: " not in user
+    user = render_messages(full, Attempt.of("a", [cell]))[-1].content
+    assert user.count("Cell: ") == len(full.generate.examples)
+    path = tmp_path / "r.yaml"
+    text = load_recipe("aart-demo").path.read_text()
+    path.write_text(
+        text.replace(
+            "  reasoning: full\n",
+            "  reasoning: full\n  example_cells: true\n  topup_queries: null\n",
+            1,
+        )
+    )
+    assert load_recipe(str(path)).hash == load_recipe("aart-demo").hash

@@ -366,3 +366,43 @@ def explicit_regions(text):
         "    enumerate:\n      instruction: List world regions.\n      count: 4",
         "    values: [north, south]",
     )
+
+
+def test_a_rounds_top_ups_are_packed_into_calls_of_topup_queries_cells(tmp_path):
+    """generate.topup_queries: the cells a round left empty are asked for in calls of that
+    many cells (the instruction and examples paid fewer times), each allowed max_tokens in
+    proportion; by default a top-up call asks for queries_per_attempt cells, as before."""
+    from aart.steps.generate import answer_tokens
+
+    def good(msgs, schema):
+        cells = cell_contexts(msgs[-1].content)
+        fmts = schema["properties"]["queries"]["items"]["properties"]["format"]["enum"]
+        n = len(good.seen)
+        good.seen.append(len(cells))
+        return {"queries": [_item(n * 10 + i, fmts[0], c) for i, c in enumerate(cells)]}
+
+    def refused(msgs, schema):
+        fmts = schema["properties"]["queries"]["items"]["properties"]["format"]["enum"]
+        no = "I'm sorry, but I can't help with that."
+        n = len(cell_contexts(msgs[-1].content))
+        return {"queries": [{"topic": "t", "format": fmts[0], "prompt": no}] * n}
+
+    good.seen = []
+    base = MINI_RECIPE.replace(
+        "    enumerate:\n      instruction: List world regions.\n      count: 4",
+        "    values: [north, south]",
+    ).replace("  min_words: 2\n", "  min_words: 2\n  min_first_round_fill: 0\n")
+    # each first-round call's answer is refused: all 18 cells go to the top-ups
+    for packed, calls in ((None, 6), (9, 2)):
+        name = f"packs{packed}"
+        register_script(name, [refused] * 6 + [good] * 20)
+        good.seen = []
+        text = base.replace("default: fake/test", f"default: {name}/x\n  concurrency: 1")
+        if packed:
+            text = text.replace("  min_words: 2\n", f"  min_words: 2\n  topup_queries: {packed}\n")
+        result = aart.run(write_recipe(tmp_path, text, f"{name}.yaml"), out=tmp_path / name)
+        assert result.stats.prompts == 18 and result.stats.topup_jobs == calls
+        assert good.seen == [18 // calls] * calls
+    recipe = load_recipe(str(tmp_path / "packs9.yaml")).recipe
+    assert answer_tokens(recipe, 3) == answer_tokens(recipe, 2) == recipe.generate.max_tokens
+    assert answer_tokens(recipe, 9) == 3 * recipe.generate.max_tokens

@@ -57,7 +57,12 @@ class LoadedRecipe:
             data["generate"].pop("injection", None)
         # keys added after runs were hashed: at their defaults they are left out, so a run
         # started before resumes and keeps its recipe_hash
-        for key, default in (("name_values", True), ("avoid_hint", True)):
+        for key, default in (
+            ("name_values", True),
+            ("avoid_hint", True),
+            ("example_cells", True),
+            ("topup_queries", None),
+        ):
             if data["generate"].get(key) == default:
                 data["generate"].pop(key)
         return data

@@ -409,6 +409,10 @@ class Generate(Strict):
     #: show each call this many examples drawn from ``examples`` (seeded by the call), so a
     #: small model that copies what it reads copies no single one; default: all of them
     examples_per_call: int | None = Field(None, ge=1, le=50)
+    #: show each example with its cell's line, then its answer as JSON; off, each example is
+    #: its prompt alone on one line (about half the prompt tokens of an example; the demo's
+    #: 1.5B then ignored its cells, docs/benchmarks.md round 6)
+    example_cells: bool = True
     #: tell the model to name each keyword-checked value of a cell with the value's own
     #: words; off, the template says how (a city for its region, which the values' aliases
     #: accept), as a small model told to use the words restates its cell
@@ -438,6 +442,10 @@ class Generate(Strict):
     max_similarity: float | None = Field(0.8, gt=0, le=1)
     #: rounds of top-ups for refused, invalid, unfaithful and duplicate items
     max_topups: int = Field(2, ge=0, le=20)
+    #: cells a top-up call asks for (the missing cells of all attempts packed together);
+    #: default scope.queries_per_attempt. More pay the instruction and examples fewer times;
+    #: a call of more cells than an attempt's gets max_tokens in proportion
+    topup_queries: int | None = Field(None, ge=1, le=100)
     #: below this share of its cells filled with a faithful prompt after the first round, the
     #: run stops before the top-ups (they would fail the same way); 0 never stops
     min_first_round_fill: float = Field(0.2, ge=0, le=1)

@@ -231,7 +231,9 @@ class Generator:
         slots: list[Slot] = [(aid, i) for aid, i in payload["slots"]]
         g = self.recipe.generate
         msgs = render_messages(self.recipe, attempt, self.verifier.values)
-        cfg = GenerateConfig(g.temperature, g.max_tokens, generation_seed(g.seed, jid))
+        cfg = GenerateConfig(
+            g.temperature, answer_tokens(self.recipe, len(slots)), generation_seed(g.seed, jid)
+        )
         records: list[Stored] = []
         try:
             out = await self.model.generate(
@@ -358,8 +360,9 @@ class Generator:
 
     def _add_round(self, round_: int, needs: list[Slot], avoid: Avoid) -> int:
         """Queue jobs for the cells still needed. Round 0 is one job per attempt; top-up
-        rounds pack the missing cells of all attempts into calls of ``queries_per_attempt``
-        cells, so a top-up of one cell does not pay a whole prompt for it."""
+        rounds pack the missing cells of all attempts into calls of ``generate.topup_queries``
+        (default ``queries_per_attempt``) cells, so a top-up of one cell does not pay a whole
+        prompt for it."""
         cells_of = {a.id: a.cells for a in self.blueprint}
         if round_ == 0:
             # one job per attempt, for the cells no earlier run has filled yet
@@ -369,7 +372,7 @@ class Generator:
                 for a in self.blueprint
             ]
         else:
-            size = self.recipe.scope.queries_per_attempt
+            size = self.recipe.generate.topup_queries or self.recipe.scope.queries_per_attempt
             groups = [needs[i : i + size] for i in range(0, len(needs), size)]
         jobs = []
         for slots in groups:
@@ -608,6 +611,15 @@ class Generator:
         write_csv([aart_row(self.recipe, r) for r in kept], root / "dataset.aart.csv", AART_COLUMNS)
         write_jsonl((d.to_line() for d in duplicates), root / "duplicates.jsonl")
         (root / "generate.json").write_text(json.dumps(stats.as_dict(), indent=2))
+
+
+def answer_tokens(recipe: Recipe, cells: int) -> int:
+    """The most tokens of an answer for ``cells`` cells: ``generate.max_tokens``, in proportion
+    for a top-up call of more cells than an attempt's (``generate.topup_queries``)."""
+    per_attempt = recipe.scope.queries_per_attempt
+    if cells <= per_attempt:
+        return recipe.generate.max_tokens
+    return -(-recipe.generate.max_tokens * cells // per_attempt)
 
 
 def hopeless(stats: GenerateStats, threshold: float) -> str:

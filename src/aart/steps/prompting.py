@@ -197,8 +197,16 @@ def examples_block(recipe: Recipe, attempt: Attempt | None = None) -> str:
     keys = [*reasoning_fields(g), g.prompt_field]
     if inject.is_injection(recipe):  # an injection example shows the case's fields it has
         keys = [f["name"] for f in output_fields(recipe)]
+    if not g.example_cells and keys == [g.prompt_field]:
+        # the prompts alone, one a line: what a finished query reads like, for fewer tokens
+        lines = ["Examples (match their quality; do not copy them):"]
+        lines += [f"- {ex[g.prompt_field]}" for ex in call_examples(recipe, attempt)]
+        return "\n".join(lines)
     lines = ["Examples of finished queries (match their quality; do not copy them):"]
     for ex in call_examples(recipe, attempt):
+        if not g.example_cells:
+            lines.append(json.dumps({k: ex[k] for k in keys if k in ex}, ensure_ascii=False))
+            continue
         lines.append(f"Cell: {cell_line(recipe, ex['cell'])}")
         lines.append(json.dumps({k: ex[k] for k in keys if k in ex}, ensure_ascii=False))
     return "\n".join(lines)
