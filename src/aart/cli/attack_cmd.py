@@ -371,15 +371,17 @@ def attack_input(
 ) -> tuple[str, str | None, str | None]:
     """(dataset, recipe, out) from what `aart attack` was given: a dataset; a run directory
     (its dataset.jsonl, recipe.yaml, and RUN/attack as the default --out); or a recipe file
-    (its attack.dataset and attack.out, relative to the recipe)."""
+    (its attack.dataset and attack.out, relative to the recipe). A promptfoo tests file or
+    config (.yaml too) is a dataset."""
     from pathlib import Path
 
+    from ..data.foreign import is_promptfoo_document
     from ..recipe import load_recipe
 
     p = Path(given)
     if p.is_dir() and (p / "dataset.jsonl").is_file():
         return str(p / "dataset.jsonl"), recipe, out or str(p / "attack")
-    if p.is_file() and p.suffix in (".yaml", ".yml"):
+    if p.is_file() and p.suffix in (".yaml", ".yml") and not is_promptfoo_document(p):
         section = load_recipe(p).recipe.attack
         if not section.dataset:
             raise click.UsageError(
