@@ -36,6 +36,11 @@ def attack_records(path: Path, config: AttackSpec) -> list[dict[str, Any]]:
     out = []
     for i in selected(ds, config):
         text = ds.texts[i]
+        if not text.strip():  # it would be sent, and a reply to nothing judged as a success
+            raise UsageError(
+                f"{path}: record {i + 1}: the prompt (column {config.text_column!r}) is empty; "
+                "fix or delete the record"
+            )
         row = rows[i] if i < len(rows) else {}
         rid = str(row.get("id") or "") or f"p{i:06d}"
         own = row.get("strategy")
