@@ -667,7 +667,9 @@ def test_the_html_comparison_has_a_row_per_measure_so_it_fits_a_1280_px_window(t
     for name in ("a", "b"):
         (tmp_path / f"{name}.jsonl").write_text(
             "".join(
-                json.dumps({"prompt": f"write a poem {i} {name}", "cell": {a: "poem" for a in axes}})
+                json.dumps(
+                    {"prompt": f"write a poem {i} {name}", "cell": {a: "poem" for a in axes}}
+                )
                 + "\n"
                 for i in range(6)
             )

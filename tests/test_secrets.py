@@ -234,7 +234,7 @@ def test_an_openai_model_through_litellm_uses_the_openai_binding(monkeypatch, li
 @pytest.mark.parametrize(
     "headers",
     [
-        '{X-Api-Key: 98765432123456}',  # a number, not a string
+        "{X-Api-Key: 98765432123456}",  # a number, not a string
         '{Cookie: {session: "XYZZYcookie98765432123456"}}',
         '{Authorization: ["Bearer sk-98765432123456"]}',
     ],

@@ -463,9 +463,9 @@ def test_worst_value_says_when_the_top_rate_is_tied():
         + [({"language": "fr"}, False)] * 4
     )["language"]
     assert worst_value(cells) == "en 3/3 and es 2/2 tied at 100%"
-    cells = per_value(
-        [({"a": v}, True) for v in "wxyz"] + [({"a": v}, False) for v in "wxyzv"]
-    )["a"]
+    cells = per_value([({"a": v}, True) for v in "wxyz"] + [({"a": v}, False) for v in "wxyzv"])[
+        "a"
+    ]
     assert worst_value(cells) == "w 1/2, x 1/2, y 1/2 and z 1/2 tied at 50%"
     cells = per_value([({"a": str(i)}, True) for i in range(7)] + [({"a": "z"}, False)])["a"]
     assert worst_value(cells) == "7 values tied at 100%: 0, 1, 2, 3, 4, ..."

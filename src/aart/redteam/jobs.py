@@ -32,7 +32,8 @@ def attack_records(path: Path, config: AttackSpec) -> list[dict[str, Any]]:
     )
     rows = read_rows(path)
     chosen = strategy_list(config.strategies)
-    axis = len(chosen) > 1 or any(r.get("strategy") for r in rows)
+    replay = any(r.get("strategy") for r in rows)  # a regression set
+    axis = len(chosen) > 1 or replay
     out = []
     for i in selected(ds, config):
         text = ds.texts[i]
@@ -45,6 +46,9 @@ def attack_records(path: Path, config: AttackSpec) -> list[dict[str, Any]]:
         rid = str(row.get("id") or "") or f"p{i:06d}"
         own = row.get("strategy")
         case = injection_fields(row, text, f"{path}: line {i + 1}")
+        # in a regression set a line without a strategy is the control (an older set's):
+        # replayed once, not again under every strategy beside the lines that name theirs
+        own = own or (IDENTITY if replay else None)
         for s in [parse_strategy(str(own))] if own else chosen:
             cell = {**ds.cell_of(i), "strategy": s.label} if axis else ds.cell_of(i)
             rec = {"index": i, "id": rid, "prompt": text, "cell": cell, "strategy": s.label}
