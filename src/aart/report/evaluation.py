@@ -142,7 +142,8 @@ def language_rows(r: DatasetEvaluation) -> tuple[list[str], list[list[Any]]]:
             f"{lang} ({x['name']})",
             x["prompts"],
             "-" if x["in_language"] is None else _pct(x["in_language"]),
-            *(_pct(x["coverage"][a]["prompt_share"]) for a in axes),
+            # a language without prompts names nothing: no share to give
+            *(_pct(x["coverage"][a]["prompt_share"]) if x["prompts"] else "-" for a in axes),
         ]
         for lang, x in by.items()
     ]
