@@ -301,3 +301,17 @@ def test_an_attacker_that_refuses_a_rewrite_costs_that_candidate_not_the_search(
                            attacker="openai/attacker", base_url=fake_server.base_url,
                            budget=12)  # fmt: skip
     assert r.finished and r.queries == 12 and r.rejected.get("attacker failed", 0) > 0
+
+
+def test_a_search_refuses_an_empty_prompt_before_any_call(tmp_path):
+    # before: a line {"prompt": null} became an elite "" of its cell, sent and mutated
+    from aart.errors import UsageError
+
+    path = tmp_path / "d.jsonl"
+    path.write_text(
+        '{"prompt": "write a poem", "cell": {"a": "x"}}\n{"prompt": null, "cell": {"a": "y"}}\n'
+    )
+    out = tmp_path / "out"
+    with pytest.raises(UsageError, match=r"record 2.*empty"):
+        aart.search.search(path, out=out, target="fake/x", attacker="fake/att", budget=4)
+    assert not out.exists()

@@ -18,6 +18,16 @@ from .strategies import IDENTITY, Strategy, parse_strategy
 STAGE = "attack"
 
 
+def refuse_empty_prompt(path: Path, i: int, text: str, column: str) -> None:
+    """An empty prompt would be sent, and a reply to nothing judged as a success: a usage
+    error naming the record (``i`` from 0), before any call."""
+    if not text.strip():
+        raise UsageError(
+            f"{path}: record {i + 1}: the prompt (column {column!r}) is empty; "
+            "fix or delete the record"
+        )
+
+
 def attack_records(path: Path, config: AttackSpec) -> list[dict[str, Any]]:
     """One record per (prompt, strategy), with the one value per axis that findings group by
     (``Dataset.cell_of``, plus ``strategy`` when strategies are in use): each prompt counts
@@ -37,11 +47,7 @@ def attack_records(path: Path, config: AttackSpec) -> list[dict[str, Any]]:
     out = []
     for i in selected(ds, config):
         text = ds.texts[i]
-        if not text.strip():  # it would be sent, and a reply to nothing judged as a success
-            raise UsageError(
-                f"{path}: record {i + 1}: the prompt (column {config.text_column!r}) is empty; "
-                "fix or delete the record"
-            )
+        refuse_empty_prompt(path, i, text, config.text_column)
         row = rows[i] if i < len(rows) else {}
         rid = str(row.get("id") or "") or f"p{i:06d}"
         own = row.get("strategy")
