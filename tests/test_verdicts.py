@@ -534,3 +534,17 @@ def test_judge_agreement_kappa_is_never_negative_zero():
     rows = [{"a": x, "b": y} for x, y in pairs]
     (pair,) = stats.agreement(rows)
     assert f"{pair['kappa']:.2f}" == "0.00"
+
+
+def test_rejudge_of_a_generation_run_says_it_is_not_an_attack(mini_recipe, tmp_path):
+    # before: "runs/x was made by an older aart; attack again to re-judge" (it holds a run.db,
+    # the generation's)
+    from aart.errors import UsageError
+
+    run = tmp_path / "run"
+    aart.run(mini_recipe, out=run)
+    aart.attack(run / "dataset.jsonl", target="fake/x", judge="refusal", out=run / "attack")
+    with pytest.raises(UsageError) as e:
+        aart.rejudge(run, judge="refusal", out=tmp_path / "again")
+    assert "older aart" not in str(e.value)
+    assert "not an attack" in str(e.value) and str(run / "attack") in str(e.value)
