@@ -85,6 +85,9 @@ def test_the_archive_finds_the_word_in_every_cell_and_the_static_dataset_does_no
     assert static["cells_with_success"] == 0 and static["queries"] == 4
     assert "PAIR" in s["baselines"] and s["baselines"]["PAIR"]["queries"] <= 80
     assert "static (identity)" in report and "PAIR" in report and "<svg" in report
+    # before: "at the same budget" over a static baseline that spent 4 of its 80 queries
+    assert "given the same budget (80)" in report
+    assert "static (identity) spent 4 of its 80 queries" in report
     # the regression set: every successful elite, for `aart attack --baseline`
     regression = lines(out / "regression.jsonl")
     assert sorted(x["id"] for x in regression) == sorted(e["id"] for e in archive)
