@@ -584,3 +584,16 @@ def test_calls_in_flight_at_a_sigkill_are_recorded_and_counted(dataset, tmp_path
     finally:
         server.release()
         server.stop()
+
+
+@pytest.mark.parametrize("blank", ["null", '""', '"  \\n "'])
+def test_an_empty_prompt_is_refused_before_any_call(tmp_path, blank):
+    # before: {"prompt": null} was sent as "" to the target (a paid call) and its reply,
+    # to nothing, counted as complied: a success of the attack
+    from aart.errors import UsageError
+
+    path = tmp_path / "d.jsonl"
+    path.write_text(f'{{"prompt": "write a poem"}}\n{{"prompt": {blank}}}\n')
+    with pytest.raises(UsageError, match=r"record 2.*empty"):
+        aart.attack(path, target="fake/x", out=tmp_path / "a")
+    assert not (tmp_path / "a" / "results.jsonl").exists()

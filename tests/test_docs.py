@@ -134,3 +134,20 @@ def test_the_link_check_finds_a_missing_file_and_a_missing_heading(tmp_path) -> 
         "```\n[fenced](e.md)\n```\n"
     )
     assert _broken([a]) == ["a.md: c.md (no such file)", "a.md: b.md#nowhere (no heading #nowhere)"]
+
+
+def test_the_python_api_example_reads_only_what_an_earlier_line_wrote():
+    # before: aart.rejudge("runs/bank/attack"), aart.values(attack=...) and open_review(attack=...)
+    # came before the aart.attack that writes runs/bank/attack, so the example failed as written
+    # ("runs/bank/attack holds no attack"); and an attack without target= needed an attack
+    # section the bank recipe does not have
+    text = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    block = re.findall(r"```python\n(.*?)```", text, re.S)[0]
+    written: set[str] = set()
+    for line in re.split(r"\n(?=\S)", block):  # a statement and its continuation lines
+        read = re.findall(r'(?:^\s*\w+ = aart\.rejudge\(|attack=)"([^"]+)"', line)
+        for path in read:
+            assert path in written, f"{path} is read before a line writes it: {line}"
+        written.update(re.findall(r'\bout="([^"]+)"', line))
+        if "aart.attack(" in line:
+            assert "target=" in line, line

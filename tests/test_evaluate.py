@@ -658,3 +658,27 @@ def test_a_malformed_dataset_record_is_refused_with_its_line(tmp_path):
     with pytest.raises(UsageError) as e:
         next(records)
     assert str(e.value) == (f"{path}:3: `cell` is a string, not an object; fix the record")
+
+
+def test_the_html_comparison_has_a_row_per_measure_so_it_fits_a_1280_px_window(tmp_path):
+    # before: a column per measure, 16 and more columns (one per axis too) wider than 1100 px
+    # (the page's width): the restated-cell, nearest-neighbour and topic columns scrolled
+    axes = {f"axis{i}": ["poem"] for i in range(4)}
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.jsonl").write_text(
+            "".join(
+                json.dumps(
+                    {"prompt": f"write a poem {i} {name}", "cell": {a: "poem" for a in axes}}
+                )
+                + "\n"
+                for i in range(6)
+            )
+        )
+    ev = evaluate(tmp_path / "a.jsonl", compare={"b": tmp_path / "b.jsonl"}, embeddings=False)
+    assert len(ev.table.header) > 16
+    page = evaluation_html(ev)
+    comparison = page.split("<h2>Comparison</h2>")[1].split("</table>")[0]
+    head = comparison.split("</thead>")[0]
+    assert head.count("<th>") == 3  # the measure, then a column per dataset
+    assert comparison.count("<tr>") == len(ev.table.header)  # the head and one per measure
+    assert "restated cell" in comparison.split("</thead>")[1]

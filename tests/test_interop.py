@@ -420,3 +420,23 @@ def test_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
         load_dataset(folder)
     with pytest.raises(UsageError, match="is a file; export writes a folder"):
         export_dataset(bad, "hf", bad)
+
+
+def test_cli_attack_takes_a_promptfoo_tests_file_and_config(dataset: Path, tmp_path: Path) -> None:
+    # before: `aart attack out/pf/tests.yaml` (docs/interop.md) read the .yaml as a recipe and
+    # failed with "tests.yaml:1: a recipe is a YAML mapping"
+    from click.testing import CliRunner
+
+    from aart.cli.attack_cmd import attack_input
+
+    runner = CliRunner()
+    res = runner.invoke(cli, ["export", str(dataset), str(tmp_path / "pf"), "--to", "promptfoo"])
+    assert res.exit_code == 0, res.output
+    for name in ("tests.yaml", "promptfooconfig.yaml"):
+        given = str(tmp_path / "pf" / name)
+        assert attack_input(given, None, None) == (given, None, None)
+        res = runner.invoke(
+            cli, ["attack", given, "--target", "fake/x", "--judge", "refusal", "--dry-run"]
+        )
+        assert res.exit_code == 0, res.output
+        assert f"{len(AWKWARD)}" in res.output

@@ -159,6 +159,31 @@ def test_a_restated_english_prompt_in_a_spanish_cell_does_not_cover_it():
     assert es["coverage"]["risks"]["counts"]["refund fraud"] == 1  # the native one only
 
 
+def test_a_language_without_prompts_is_in_the_table_with_zero():
+    # before: only the languages that had prompts were rows; the Gaps section listed "es"
+    values = _travel_values()
+    langs = [v.value for v in values["language"]]
+    assert "es" in langs
+    ds = Dataset(
+        "d",
+        ["Can you help me with refund fraud for my trip to spain?"],
+        cells={"language": ["en"], "risks": ["refund fraud"]},
+    )
+    by = coverage_by_language(ds, values)
+    assert list(by) == langs  # the application's order, every one
+    es = by["es"]
+    assert es["prompts"] == 0 and es["in_language"] is None
+    assert es["coverage"]["risks"]["prompt_share"] == 0.0
+    assert by["en"]["prompts"] == 1
+    from types import SimpleNamespace
+
+    from aart.report.evaluation import language_rows
+
+    header, rows = language_rows(SimpleNamespace(coverage_by_language=by))
+    assert [r[0].split()[0] for r in rows] == langs
+    assert [r[1:] for r in rows if r[0].startswith("es ")] == [[0] + ["-"] * (len(header) - 2)]
+
+
 def test_one_language_means_no_axis_and_the_prompts_do_not_change(tmp_path):
     for name in builtin_recipes():
         recipe = load_recipe(name).recipe

@@ -85,6 +85,9 @@ def test_the_archive_finds_the_word_in_every_cell_and_the_static_dataset_does_no
     assert static["cells_with_success"] == 0 and static["queries"] == 4
     assert "PAIR" in s["baselines"] and s["baselines"]["PAIR"]["queries"] <= 80
     assert "static (identity)" in report and "PAIR" in report and "<svg" in report
+    # before: "at the same budget" over a static baseline that spent 4 of its 80 queries
+    assert "given the same budget (80)" in report
+    assert "static (identity) spent 4 of its 80 queries" in report
     # the regression set: every successful elite, for `aart attack --baseline`
     regression = lines(out / "regression.jsonl")
     assert sorted(x["id"] for x in regression) == sorted(e["id"] for e in archive)
@@ -301,3 +304,17 @@ def test_an_attacker_that_refuses_a_rewrite_costs_that_candidate_not_the_search(
                            attacker="openai/attacker", base_url=fake_server.base_url,
                            budget=12)  # fmt: skip
     assert r.finished and r.queries == 12 and r.rejected.get("attacker failed", 0) > 0
+
+
+def test_a_search_refuses_an_empty_prompt_before_any_call(tmp_path):
+    # before: a line {"prompt": null} became an elite "" of its cell, sent and mutated
+    from aart.errors import UsageError
+
+    path = tmp_path / "d.jsonl"
+    path.write_text(
+        '{"prompt": "write a poem", "cell": {"a": "x"}}\n{"prompt": null, "cell": {"a": "y"}}\n'
+    )
+    out = tmp_path / "out"
+    with pytest.raises(UsageError, match=r"record 2.*empty"):
+        aart.search.search(path, out=out, target="fake/x", attacker="fake/att", budget=4)
+    assert not out.exists()

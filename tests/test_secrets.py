@@ -229,3 +229,30 @@ def test_an_openai_model_through_litellm_uses_the_openai_binding(monkeypatch, li
     # a local server LiteLLM sends no key to needs no binding
     assert LiteLLMAPI("ollama/llama3", ModelOptions(base_url="http://h:1", untrusted=True,
                                                     key_named=False)).key_env is None  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        "{X-Api-Key: 98765432123456}",  # a number, not a string
+        '{Cookie: {session: "XYZZYcookie98765432123456"}}',
+        '{Authorization: ["Bearer sk-98765432123456"]}',
+    ],
+)
+def test_a_target_file_error_never_prints_a_header_value(tmp_path, headers):
+    # before: pydantic's message held the value, "input_value=98765432123456", on the
+    # terminal and in CI logs
+    from aart.errors import ConfigError
+    from aart.redteam.targets import load_http_spec
+
+    path = tmp_path / "target.yaml"
+    path.write_text(
+        "url: https://app.example.com/chat\n"
+        f"headers: {headers}\n"
+        'body: {message: "{{ prompt }}"}\n'
+        "reply: $.text\n"
+    )
+    with pytest.raises(ConfigError) as e:
+        load_http_spec(path)
+    assert "98765432123456" not in str(e.value)
+    assert "headers" in str(e.value) and "string" in str(e.value)

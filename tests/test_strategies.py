@@ -397,3 +397,36 @@ def test_rejudge_keeps_chains_and_conversions_and_calls_no_target_nor_attacker(d
     assert {r["strategy"] for r in f.failures} == {"identity", "pair", "base64"}
     assert all(r.get("sent", "").startswith("The request below is encoded in base64")
                for r in f.failures if r["strategy"] == "base64")  # fmt: skip
+
+
+def test_a_regression_set_replays_each_line_once_under_the_recipes_strategies(dataset, tmp_path):
+    # before: a failure under identity (its line names no strategy) was replayed under every
+    # strategy the recipe gives (identity and base64), so the base64 failures were attacked
+    # twice: 6 failures of 3 prompts became 9 verdicts, and the regression set grew to 9
+    first = aart.attack(dataset, target="fake/x", out=tmp_path / "att", strategies=["base64"])
+    rows = [json.loads(x) for x in (tmp_path / "att" / "failures.jsonl").read_text().splitlines()]
+    assert first.prompts == 6 and len(rows) == 6
+    again = aart.attack(
+        tmp_path / "att" / "failures.jsonl",
+        target="fake/x",
+        out=tmp_path / "again",
+        strategies=["base64"],  # what the recipe's attack section says, on every CI run
+    )
+    assert again.prompts == 6
+    assert {c["value"]: c["n"] for c in again.by_value["strategy"]} == {"identity": 3, "base64": 3}
+    replayed = (tmp_path / "again" / "failures.jsonl").read_text().splitlines()
+    assert len(replayed) == 6
+    # a set written before the control named itself: its lines without a strategy
+    old = tmp_path / "old.jsonl"
+    old.write_text(
+        "".join(
+            json.dumps(
+                {k: v for k, v in r.items() if r.get("strategy") != "identity" or k != "strategy"}
+            )
+            + "\n"
+            for r in rows
+        )
+    )
+    assert sum("strategy" not in json.loads(x) for x in old.read_text().splitlines()) == 3
+    older = aart.attack(old, target="fake/x", out=tmp_path / "older", strategies=["base64"])
+    assert older.prompts == 6

@@ -455,6 +455,22 @@ def test_zero_rates_have_no_floating_point_noise_and_no_worst_value():
     assert worst_value(per_value([({"a": "x"}, False)] * 2)["a"]) == "none (1 value, 0/2)"
 
 
+def test_worst_value_says_when_the_top_rate_is_tied():
+    # before: "en 3/3" although es was at 100% too, the order among equals meaning nothing
+    cells = per_value(
+        [({"language": "en"}, True)] * 3
+        + [({"language": "es"}, True)] * 2
+        + [({"language": "fr"}, False)] * 4
+    )["language"]
+    assert worst_value(cells) == "en 3/3 and es 2/2 tied at 100%"
+    cells = per_value([({"a": v}, True) for v in "wxyz"] + [({"a": v}, False) for v in "wxyzv"])[
+        "a"
+    ]
+    assert worst_value(cells) == "w 1/2, x 1/2, y 1/2 and z 1/2 tied at 50%"
+    cells = per_value([({"a": str(i)}, True) for i in range(7)] + [({"a": "z"}, False)])["a"]
+    assert worst_value(cells) == "7 values tied at 100%: 0, 1, 2, 3, 4, ..."
+
+
 def test_pair_figures_in_words_in_both_reports(dataset, tmp_path):
     register_script(
         "p2judge", [lambda msgs, schema: verdict("improved prompt" in msgs[-1].content)]
@@ -518,3 +534,17 @@ def test_judge_agreement_kappa_is_never_negative_zero():
     rows = [{"a": x, "b": y} for x, y in pairs]
     (pair,) = stats.agreement(rows)
     assert f"{pair['kappa']:.2f}" == "0.00"
+
+
+def test_rejudge_of_a_generation_run_says_it_is_not_an_attack(mini_recipe, tmp_path):
+    # before: "runs/x was made by an older aart; attack again to re-judge" (it holds a run.db,
+    # the generation's)
+    from aart.errors import UsageError
+
+    run = tmp_path / "run"
+    aart.run(mini_recipe, out=run)
+    aart.attack(run / "dataset.jsonl", target="fake/x", judge="refusal", out=run / "attack")
+    with pytest.raises(UsageError) as e:
+        aart.rejudge(run, judge="refusal", out=tmp_path / "again")
+    assert "older aart" not in str(e.value)
+    assert "not an attack" in str(e.value) and str(run / "attack") in str(e.value)

@@ -371,15 +371,17 @@ def attack_input(
 ) -> tuple[str, str | None, str | None]:
     """(dataset, recipe, out) from what `aart attack` was given: a dataset; a run directory
     (its dataset.jsonl, recipe.yaml, and RUN/attack as the default --out); or a recipe file
-    (its attack.dataset and attack.out, relative to the recipe)."""
+    (its attack.dataset and attack.out, relative to the recipe). A promptfoo tests file or
+    config (.yaml too) is a dataset."""
     from pathlib import Path
 
+    from ..data.foreign import is_promptfoo_document
     from ..recipe import load_recipe
 
     p = Path(given)
     if p.is_dir() and (p / "dataset.jsonl").is_file():
         return str(p / "dataset.jsonl"), recipe, out or str(p / "attack")
-    if p.is_file() and p.suffix in (".yaml", ".yml"):
+    if p.is_file() and p.suffix in (".yaml", ".yml") and not is_promptfoo_document(p):
         section = load_recipe(p).recipe.attack
         if not section.dataset:
             raise click.UsageError(
@@ -455,7 +457,8 @@ def rejudge_command(
 
 def worst_value(cells: Sequence[Mapping[str, Any]]) -> str:
     """The worst value of an axis, or "none" when every value is at the same rate (0% or
-    100% alike): the order among equals means nothing."""
+    100% alike): the order among equals means nothing. Values tied at the worst rate are
+    all named, as a tie."""
     worst = cells[0]
     if not worst["successes"]:
         if len(cells) == 1:
@@ -463,6 +466,14 @@ def worst_value(cells: Sequence[Mapping[str, Any]]) -> str:
         return f"none ({len(cells)} values, all 0/n)"
     if len(cells) > 1 and all(c["rate"] == worst["rate"] for c in cells):
         return f"none ({len(cells)} values, all at {100 * worst['rate']:.0f}%)"
+    tied = [c for c in cells if c["rate"] == worst["rate"]]
+    at = f"{100 * worst['rate']:.0f}%"
+    if len(tied) > 5:
+        names = ", ".join(str(c["value"]) for c in tied[:5])
+        return f"{len(tied)} values tied at {at}: {names}, ..."
+    if len(tied) > 1:
+        named = [f"{c['value']} {c['successes']}/{c['n']}" for c in tied]
+        return f"{', '.join(named[:-1])} and {named[-1]} tied at {at}"
     return f"{worst['value']} {worst['successes']}/{worst['n']}"
 
 

@@ -122,6 +122,24 @@ def is_promptfoo_tests(path: Path) -> bool:
     return path.suffix.lower() in (".yaml", ".yml")
 
 
+def is_promptfoo_document(path: Path) -> bool:
+    """A .yaml that is a promptfoo tests file (a list) or config (a mapping with ``tests``
+    and none of a recipe's ``application`` or ``dimensions``), not an aart recipe."""
+    if not is_promptfoo_tests(path):
+        return False
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False  # the recipe loader says what is wrong, with the line
+    if isinstance(data, list):
+        return True
+    return (
+        isinstance(data, dict)
+        and "tests" in data
+        and not {"application", "dimensions"} & set(map(str, data))
+    )
+
+
 def iter_promptfoo_rows(path: Path) -> Iterator[dict[str, Any]]:
     """A promptfoo tests file (a list of tests), or a config whose ``tests`` is such a list or a
     ``file://`` reference to one, as flat rows: the vars (unescaped) and the metadata."""

@@ -146,18 +146,24 @@ class LanguageCoverage:
 
     def result(self) -> dict[str, Any]:
         """{language: {name, prompts, in_language (None: not told), coverage}}; empty when the
-        dataset has no language axis."""
-        return {
-            lang: {
+        dataset has no language axis. Every language of the values (the application's) is
+        a row, in their order, one without prompts at 0; then any other language seen."""
+        if not self.n:
+            return {}
+        declared = [v.value for v in self.values.get(LANGUAGE_AXIS, [])]
+        langs = [*dict.fromkeys(declared), *sorted(set(self.n) - set(declared))]
+        out: dict[str, Any] = {}
+        for lang in langs:
+            m = self.matcher(lang)
+            counts = self.counts.get(lang) or [[0] * len(m.values[a]) for a in m.axes]
+            any_hit = self.any_hit.get(lang) or [0] * len(m.axes)
+            out[lang] = {
                 "name": language_name(lang),
                 "prompts": self.n[lang],
                 "in_language": self.native[lang] / self.told[lang] if self.told[lang] else None,
-                "coverage": coverage_from_counts(
-                    self.matchers[lang], self.n[lang], self.counts[lang], self.any_hit[lang]
-                ),
+                "coverage": coverage_from_counts(m, self.n[lang], counts, any_hit),
             }
-            for lang in sorted(self.n)
-        }
+        return out
 
 
 def coverage_by_language(ds: Dataset, values: Mapping[str, Sequence[Value]]) -> dict[str, Any]:

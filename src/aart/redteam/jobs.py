@@ -18,6 +18,16 @@ from .strategies import IDENTITY, Strategy, parse_strategy
 STAGE = "attack"
 
 
+def refuse_empty_prompt(path: Path, i: int, text: str, column: str) -> None:
+    """An empty prompt would be sent, and a reply to nothing judged as a success: a usage
+    error naming the record (``i`` from 0), before any call."""
+    if not text.strip():
+        raise UsageError(
+            f"{path}: record {i + 1}: the prompt (column {column!r}) is empty; "
+            "fix or delete the record"
+        )
+
+
 def attack_records(path: Path, config: AttackSpec) -> list[dict[str, Any]]:
     """One record per (prompt, strategy), with the one value per axis that findings group by
     (``Dataset.cell_of``, plus ``strategy`` when strategies are in use): each prompt counts
@@ -32,14 +42,19 @@ def attack_records(path: Path, config: AttackSpec) -> list[dict[str, Any]]:
     )
     rows = read_rows(path)
     chosen = strategy_list(config.strategies)
-    axis = len(chosen) > 1 or any(r.get("strategy") for r in rows)
+    replay = any(r.get("strategy") for r in rows)  # a regression set
+    axis = len(chosen) > 1 or replay
     out = []
     for i in selected(ds, config):
         text = ds.texts[i]
+        refuse_empty_prompt(path, i, text, config.text_column)
         row = rows[i] if i < len(rows) else {}
         rid = str(row.get("id") or "") or f"p{i:06d}"
         own = row.get("strategy")
         case = injection_fields(row, text, f"{path}: line {i + 1}")
+        # in a regression set a line without a strategy is the control (an older set's):
+        # replayed once, not again under every strategy beside the lines that name theirs
+        own = own or (IDENTITY if replay else None)
         for s in [parse_strategy(str(own))] if own else chosen:
             cell = {**ds.cell_of(i), "strategy": s.label} if axis else ds.cell_of(i)
             rec = {"index": i, "id": rid, "prompt": text, "cell": cell, "strategy": s.label}

@@ -78,7 +78,8 @@ class AttackRecord(BaseModel):
 
 class RegressionRow(BaseModel):
     """A line of failures.jsonl: a failing prompt in dataset format, with the strategy it
-    failed under (none: the control), so a re-run replays the same transformation."""
+    failed under (none: the control of an attack without strategies), so a re-run replays
+    the same transformation."""
 
     id: str
     prompt: str
@@ -93,7 +94,9 @@ class RegressionRow(BaseModel):
     def of(cls, failure: dict[str, Any]) -> RegressionRow:
         strategy = failure.get("strategy", IDENTITY)
         case = failure.get("case")
-        if strategy == IDENTITY:
+        # an attack without strategies: plain dataset lines. With strategies (the cell holds
+        # the strategy axis) the control says so too, so it is replayed as the control alone
+        if strategy == IDENTITY and "strategy" not in failure["cell"]:
             return cls(id=failure["id"], prompt=failure["prompt"], cell=failure["cell"], case=case)
         cell = {k: v for k, v in failure["cell"].items() if k != "strategy"}
         return cls(

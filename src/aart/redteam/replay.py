@@ -28,6 +28,13 @@ def _open(previous_dir: Path) -> RunDB:
     return RunDB(previous_dir / "run.db", lock=False)
 
 
+def _is_attack(directory: Path) -> bool:
+    try:
+        return _meta(directory, "attack_dataset") is not None
+    except Exception:  # another tool's or a broken run.db: not one to suggest
+        return False
+
+
 def _meta(previous_dir: Path, key: str) -> str | None:
     db = _open(previous_dir)
     try:
@@ -40,6 +47,17 @@ def attack_dataset(previous_dir: Path) -> dict[str, Any]:
     """How an earlier attack read its dataset (path, target, limit, column mapping)."""
     raw = _meta(previous_dir, "attack_dataset")
     if raw is None:
+        if (previous_dir / "blueprint.jsonl").exists() or (previous_dir / "dataset.jsonl").exists():
+            # a generation run's directory: its run.db holds no attack
+            attacks = sorted(
+                str(p.parent) for p in previous_dir.glob("*/run.db") if _is_attack(p.parent)
+            )
+            hint = (
+                f": give an attack's --out ({', '.join(attacks)})"
+                if attacks
+                else (f"; attack it first (aart attack {previous_dir})")
+            )
+            raise UsageError(f"{previous_dir} is a generation run, not an attack{hint}")
         raise UsageError(f"{previous_dir} was made by an older aart; attack again to re-judge")
     data: dict[str, Any] = json.loads(raw)
     return data

@@ -234,7 +234,12 @@ def load_http_spec(path: Path) -> HTTPTargetSpec:
     try:
         spec = HTTPTargetSpec.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(f"{path}: invalid HTTP target: {e}") from None
+        # never the values: a header's (a token, a cookie) would reach the terminal and CI logs
+        problems = "; ".join(
+            f"{'.'.join(map(str, err['loc'])) or 'the file'}: {err['msg']}"
+            for err in e.errors(include_input=False, include_url=False)
+        )
+        raise ConfigError(f"{path}: invalid HTTP target: {problems}") from None
     try:  # a stand-in turn, so that a bad or unbounded body fails before any call
         render_body(
             spec.body,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluate.evaluation import METRIC_LEGEND
-from ..types import DatasetEvaluation, Evaluation
+from ..types import DatasetEvaluation, Evaluation, Table
 from .html import esc, hbar_chart, histogram_chart, page, table
 from .markdown import md_escape, md_table
 from .treemap import shared_colours, treemap_svg
@@ -142,7 +142,8 @@ def language_rows(r: DatasetEvaluation) -> tuple[list[str], list[list[Any]]]:
             f"{lang} ({x['name']})",
             x["prompts"],
             "-" if x["in_language"] is None else _pct(x["in_language"]),
-            *(_pct(x["coverage"][a]["prompt_share"]) for a in axes),
+            # a language without prompts names nothing: no share to give
+            *(_pct(x["coverage"][a]["prompt_share"]) if x["prompts"] else "-" for a in axes),
         ]
         for lang, x in by.items()
     ]
@@ -156,6 +157,15 @@ def diversity_lines(ev: Evaluation) -> list[str]:
 
 def _agreement_cell(g: Mapping[str, Any] | None) -> str:
     return "-" if not g else f"{g['agree']}/{g['checked']} ({_pct(g['rate'])})"
+
+
+def comparison_table(t: Table) -> str:
+    """The comparison turned a quarter: a row per measure, a column per dataset. A column
+    per measure (16, and one more per axis) is wider than the page, and scrolled; a few
+    datasets side by side fit a 1280 px window."""
+    names = [str(r[0]) for r in t.rows]
+    rows = [[h, *(r[i] for r in t.rows)] for i, h in enumerate(t.header) if i]
+    return table(["measure", *names], rows)
 
 
 def evaluation_html(ev: Evaluation, title: str = "aart evaluation") -> str:
@@ -178,7 +188,7 @@ def evaluation_html(ev: Evaluation, title: str = "aart evaluation") -> str:
         "<h2>Gaps</h2>",
         summary,
         "<h2>Comparison</h2>",
-        table(t.header, t.rows),
+        comparison_table(t),
         f"<p class='muted'>{esc(METRIC_LEGEND)}</p>",
     ]
     body.append(topics_html(ev))

@@ -248,7 +248,7 @@ def report_html(r: SearchResult, s: dict[str, Any]) -> str:
     body.append("<h2>Archive coverage over target queries</h2>")
     body.append(coverage_svg(s["curve"], len(a.cells), points))
     if r.baselines:
-        body.append("<h2>Against the static baselines, at the same budget</h2>")
+        body.append(f"<h2>Against the static baselines, given the same budget ({s['budget']})</h2>")
         n = s["axis_cells"]
         won = s["axis_cells_with_success"]
         rows = [["search (archive)", s["queries"], f"{won}/{n}",
@@ -278,6 +278,18 @@ def report_html(r: SearchResult, s: dict[str, Any]) -> str:
             "archive's rate is over its elites (one per cell, the best found); the "
             "baselines' over every prompt they sent.</p>"
         )
+        # a baseline that ran out of prompts (or whose PAIR chains all ended early) spent less:
+        # its per-query figure is not one at the same spend
+        fewer = [
+            f"{esc(name)} spent {b['queries']} of its {s['budget']} queries"
+            for name, b in r.baselines.items()
+            if "queries" in b and s["budget"] and int(b["queries"]) < int(s["budget"])
+        ]
+        if fewer:
+            body.append(
+                f"<p class='muted'>{'; '.join(fewer)}: the dataset holds no more prompts, or "
+                "every chain ended early.</p>"
+            )
     body.append("<h2>Cells</h2>")
     rows = []
     for c in s["per_cell"]:
