@@ -166,9 +166,13 @@ async def _run_round(
     try:
         await _concurrently(loop, concurrency)
     except asyncio.CancelledError:
-        # Ctrl-C: said at once, since the wait for the calls in flight can be long (an
-        # embedded model's call runs in a thread that cannot be cut short)
-        log.info("stopping: waiting for the calls in flight to end (finished work is kept)")
+        # Ctrl-C: said at once. HTTP calls in flight are cancelled (their answers never
+        # arrive, so a resume sends them again); an embedded model's call runs in a thread
+        # that cannot be cut short, and is waited for, which can take half a minute
+        log.info(
+            "stopping: calls in flight are cancelled and sent again on resume (an embedded "
+            "model's call is waited for); finished work is kept"
+        )
         raise
     finally:
         beat.cancel()
