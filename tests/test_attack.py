@@ -597,3 +597,18 @@ def test_an_empty_prompt_is_refused_before_any_call(tmp_path, blank):
     with pytest.raises(UsageError, match=r"record 2.*empty"):
         aart.attack(path, target="fake/x", out=tmp_path / "a")
     assert not (tmp_path / "a" / "results.jsonl").exists()
+
+
+def test_a_prompt_over_the_size_bound_is_refused_before_any_call(tmp_path, monkeypatch):
+    # before: a 26 MB prompt (6.5M tokens) was sent to the target without a word
+    from aart.errors import UsageError
+    from aart.redteam import jobs
+
+    monkeypatch.setattr(jobs, "MAX_PROMPT_CHARS", 1_000)
+    path = tmp_path / "d.jsonl"
+    path.write_text(
+        json.dumps({"prompt": "write a poem"}) + "\n" + json.dumps({"prompt": "x" * 1_001}) + "\n"
+    )
+    with pytest.raises(UsageError, match=r"record 2.*1,001 characters, more than the 1,000"):
+        aart.attack(path, target="fake/x", out=tmp_path / "a")
+    assert not (tmp_path / "a" / "results.jsonl").exists()

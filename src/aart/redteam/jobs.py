@@ -18,13 +18,25 @@ from .strategies import IDENTITY, Strategy, parse_strategy
 STAGE = "attack"
 
 
-def refuse_empty_prompt(path: Path, i: int, text: str, column: str) -> None:
-    """An empty prompt would be sent, and a reply to nothing judged as a success: a usage
-    error naming the record (``i`` from 0), before any call."""
+#: the longest prompt sent (about 250,000 tokens, beyond any model's context): a dataset is
+#: untrusted, and a runaway record would otherwise be paid for
+MAX_PROMPT_CHARS = 1_000_000
+
+
+def refuse_unsendable_prompt(path: Path, i: int, text: str, column: str) -> None:
+    """A usage error naming the record (``i`` from 0), before any call, for a prompt that must
+    not be sent: an empty one (a reply to nothing would be judged a success) or one longer
+    than MAX_PROMPT_CHARS."""
     if not text.strip():
         raise UsageError(
             f"{path}: record {i + 1}: the prompt (column {column!r}) is empty; "
             "fix or delete the record"
+        )
+    if len(text) > MAX_PROMPT_CHARS:
+        raise UsageError(
+            f"{path}: record {i + 1}: the prompt (column {column!r}) has {len(text):,} "
+            f"characters, more than the {MAX_PROMPT_CHARS:,} aart sends; shorten or delete "
+            "the record"
         )
 
 
@@ -47,7 +59,7 @@ def attack_records(path: Path, config: AttackSpec) -> list[dict[str, Any]]:
     out = []
     for i in selected(ds, config):
         text = ds.texts[i]
-        refuse_empty_prompt(path, i, text, config.text_column)
+        refuse_unsendable_prompt(path, i, text, config.text_column)
         row = rows[i] if i < len(rows) else {}
         rid = str(row.get("id") or "") or f"p{i:06d}"
         own = row.get("strategy")

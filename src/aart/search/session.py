@@ -30,7 +30,7 @@ from ..llm import BudgetExhausted, ModelOptions
 from ..llm.http_status import is_retryable
 from ..llm.transport.base import Execution
 from ..recipe import Recipe, load_recipe
-from ..redteam.jobs import injection_fields, refuse_empty_prompt
+from ..redteam.jobs import injection_fields, refuse_unsendable_prompt
 from ..redteam.judges import Verdict
 from ..redteam.session import AttackSession
 from ..redteam.strategies import parse_strategy
@@ -138,7 +138,7 @@ class SearchSession:
         rows = read_rows(self.dataset)
         self.texts = ds.texts
         for i, text in enumerate(self.texts):
-            refuse_empty_prompt(self.dataset, i, text, self.spec.attack.text_column)
+            refuse_unsendable_prompt(self.dataset, i, text, self.spec.attack.text_column)
         #: per row, its injection case's keys (``redteam.jobs.injection_fields``), or None
         self.cases = [
             injection_fields(rows[i] if i < len(rows) else {}, self.texts[i],
