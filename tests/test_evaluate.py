@@ -315,6 +315,14 @@ def test_topup_fills_only_the_gaps(tmp_path, mini_recipe):
     with Run.open(out) as run:  # again before generating: nothing is appended twice
         again = topup_run(run, min_count=100, axes=["formats"])
         assert again["attempts_added"] == 0 and len(run.read_blueprint()) == 6 + 4
+        assert again["attempts_pending"] == 4  # and the CLI says so, not "added 0"
+    from click.testing import CliRunner
+
+    from aart.cli.main import cli
+
+    args = ["topup", str(out), "--min-count", "100", "--axis", "formats"]
+    r = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert "4 attempts for these gaps are in" in r.output and "added 0" not in r.output
     stats = aart.generate(out)
     with Run.open(out) as run:
         after = run.db.call_totals()["calls"]

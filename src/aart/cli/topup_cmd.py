@@ -33,7 +33,17 @@ def topup_command(
     )
     for axis, gaps in result["gaps"].items():
         click.echo(f"{axis}: {len(gaps)} under-covered" + (f": {', '.join(gaps)}" if gaps else ""))
-    click.echo(
-        f"added {result['attempts_added']} attempts ({result['queries_added']} queries) to "
-        f"{run_dir}/blueprint.jsonl; run `aart generate {run_dir}` to fill them"
-    )
+    added, pending = result["attempts_added"], result["attempts_pending"]
+    if not any(result["gaps"].values()):
+        click.echo("no under-covered values: nothing to add")
+    elif added:
+        click.echo(
+            f"added {added} attempts ({result['queries_added']} queries) to "
+            f"{run_dir}/blueprint.jsonl; run `aart generate {run_dir}` to fill them"
+        )
+    if pending:
+        # run again before generating: the same gaps, whose attempts are already there
+        click.echo(
+            f"{pending} attempts for these gaps are in {run_dir}/blueprint.jsonl already, "
+            f"not yet generated; run `aart generate {run_dir}` to fill them"
+        )

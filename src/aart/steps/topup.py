@@ -46,6 +46,7 @@ def topup_run(
     # those attempts are in the blueprint already and are not appended twice.
     existing = {json.dumps([a.topup_for, a.cells], sort_keys=True) for a in blueprint}
     new: list[Attempt] = []
+    pending = 0  # attempts for these gaps that an earlier topup appended, not generated yet
     gaps: dict[str, list[str]] = {}
     for axis in axes or list(values):
         if axis not in values:
@@ -59,6 +60,7 @@ def topup_run(
                     for _ in range(s.queries_per_attempt)
                 ]
                 if json.dumps([{axis: v}, cells], sort_keys=True) in existing:
+                    pending += 1
                     continue
                 index = len(blueprint) + len(new) + 1
                 new.append(make_attempt(index, cells, topup_for={axis: v}))
@@ -70,5 +72,6 @@ def topup_run(
         "prompts": len(texts),
         "gaps": gaps,
         "attempts_added": len(new),
+        "attempts_pending": pending,
         "queries_added": len(new) * s.queries_per_attempt,
     }
