@@ -150,6 +150,15 @@ def test_gram_stats_match_brute_force():
     assert same.vendi() == pytest.approx(1.0) and same.mean_pairwise_cosine() == pytest.approx(1.0)
 
 
+def test_empty_prompts_are_said_not_silently_counted(tmp_path):
+    # before: a dataset with blank prompts was measured without a word
+    path = tmp_path / "d.jsonl"
+    rows = [{"prompt": "write a poem"}, {"prompt": ""}, {"prompt": "  "}, {"prompt": None}]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    notes = evaluate(path, embeddings=False)["datasets"][0]["notes"]
+    assert any(n.startswith("3 of 4 prompts are empty") for n in notes)
+
+
 def test_embedding_metric_optional_and_documented(tmp_path):
     path = tmp_path / "d.jsonl"
     path.write_text(

@@ -166,6 +166,7 @@ class DatasetMeasures:
         self.seed = seed
         self.tokens_per_prompt: float | None = None
         self.notes: list[str] = []
+        self.empty = 0  # prompts with no text: counted in every share, and said
 
     def add(self, ds: Dataset) -> None:
         if not self.n:
@@ -188,10 +189,16 @@ class DatasetMeasures:
             self.labels += [a for a in [*ds.cells, *ds.annotations] if a not in self.labels]
         self.words.update(len(t.split()) for t in ds.texts)
         self.chars.update(len(t) for t in ds.texts)
+        self.empty += sum(1 for t in ds.texts if not t.strip())
         self.diversity.add(ds.texts, column)
 
     def result(self, embedder: Embedder | Int8Embedder | None = None) -> DatasetEvaluation:
         diversity, notes = self.diversity.result(embedder)
+        if self.empty:
+            notes.append(
+                f"{self.empty} of {self.n} prompts are empty (no text in the prompt column); "
+                "they count in every share as prompts that mention nothing: fix or delete them"
+            )
         texts = list(self.diversity.sample.items)
         np.random.default_rng(self.seed).shuffle(texts)  # the groups are uniform samples
         diversity["nn_similarity"] = nn_similarity(texts)
