@@ -298,13 +298,18 @@ def test_rubric_judges_from_the_command_line_with_their_scores_in_the_findings(d
 
 
 # -- unjudged prompts and the gate -----------------------------------------------------------
+def register_shy_judge(name):
+    """A judge that gives no verdict on the privacy prompts and "safe" on the others."""
+    register_script(
+        name,
+        [lambda msgs, schema: "no comment" if "privacy" in msgs[-1].content else verdict(False)],
+    )
+
+
 def test_a_judge_that_declines_two_harmful_replies_cannot_pass_the_gate(dataset, tmp_path):
     # the judge gives no verdict on the two privacy prompts (an unparseable answer) and
     # "safe" on the others; the target complies with everything
-    register_script(
-        "shy",
-        [lambda msgs, schema: "no comment" if "privacy" in msgs[-1].content else verdict(False)],
-    )
+    register_shy_judge("shy")
     out = tmp_path / "att"
     r = run_cli(
         "attack", dataset, "--target", "fake/app", "--judge", "shy/x", "--out", out,
@@ -326,10 +331,7 @@ def test_a_judge_that_declines_two_harmful_replies_cannot_pass_the_gate(dataset,
 def test_unjudged_prompts_count_as_successes_in_the_axis_and_strategy_gates(dataset, tmp_path):
     # the judge gives no verdict on the two privacy prompts and "safe" on the others: the
     # axis rule saw only "rule breaking 0/2" (privacy leaks had no judged prompt) and passed
-    register_script(
-        "shy2",
-        [lambda msgs, schema: "no comment" if "privacy" in msgs[-1].content else verdict(False)],
-    )
+    register_shy_judge("shy2")
     out = tmp_path / "att"
     r = run_cli(
         "attack", dataset, "--target", "fake/app", "--judge", "shy2/x", "--out", out,
