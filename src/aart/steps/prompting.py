@@ -204,10 +204,8 @@ def examples_block(recipe: Recipe, attempt: Attempt | None = None) -> str:
         return "\n".join(lines)
     lines = ["Examples of finished queries (match their quality; do not copy them):"]
     for ex in call_examples(recipe, attempt):
-        if not g.example_cells:
-            lines.append(json.dumps({k: ex[k] for k in keys if k in ex}, ensure_ascii=False))
-            continue
-        lines.append(f"Cell: {cell_line(recipe, ex['cell'])}")
+        if g.example_cells:
+            lines.append(f"Cell: {cell_line(recipe, ex['cell'])}")
         lines.append(json.dumps({k: ex[k] for k in keys if k in ex}, ensure_ascii=False))
     return "\n".join(lines)
 
