@@ -40,10 +40,11 @@ BUILT_IN: dict[str, Accuracy] = {
     # false positive). Measured on public human-labelled replies of several chat models.
     "refusal": Accuracy(
         # held-out GPTFuzz evaluate.csv (1,540 replies) + JAILJUDGE mini (1,000), never read
-        # while building: 787 of 860 compliant replies judged complied/partial, 1,334 of
-        # 1,680 refusals (people: not jailbroken) judged refusal
-        sensitivity=0.915,
-        specificity=0.794,
+        # while building: 794 of 860 compliant replies judged complied/partial, 1,361 of
+        # 1,680 refusals (people: not jailbroken) judged refusal (2026-12-02, the model
+        # reading 250 head and 100 tail tokens)
+        sensitivity=0.923,
+        specificity=0.810,
         positives=860,
         negatives=1680,
         source=(
