@@ -34,6 +34,15 @@ def test_unknown_key_has_file_line_and_fix(tmp_path):
     assert "did you mean" not in str(e) and "remove this key" in str(e)
 
 
+def test_a_misspelt_required_key_is_reported_as_the_misspelling_first(tmp_path):
+    # pydantic lists "missing 'dimensions'" before "unknown 'dimensons'"; the fix is the spelling
+    text = MINI_RECIPE.replace("dimensions:", "dimensons:", 1)
+    e = err(tmp_path, text)
+    assert "unknown key 'dimensons'" in str(e) and "did you mean 'dimensions'?" in str(e)
+    assert e.line == line_of(text, "dimensons:")
+    assert "(and 1 more problem)" in str(e)
+
+
 def test_a_value_out_of_its_bounds_or_of_another_type_says_the_fix(tmp_path):
     e = err(tmp_path, MINI_RECIPE.replace("queries_per_attempt: 3", "queries_per_attempt: 0"))
     assert "fix: use a number at least 1" in str(e)

@@ -238,14 +238,17 @@ def load_recipe(name_or_path: str | Path, size: str | None = None) -> LoadedReci
     try:
         recipe = Recipe.model_validate(data)
     except ValidationError as e:
-        err = e.errors()[0]
+        errors = e.errors()
+        # A misspelt required key gives both "missing" and "unknown key"; the spelling is the fix.
+        err = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
         loc = tuple(err["loc"])
         # pydantic adds union-member tags to loc; keep only the parts that exist in the file.
         clean: list[str | int] = []
         for part in loc:
             if tuple(clean) + (part,) in locations or isinstance(part, int):
                 clean.append(part)
-        more = f" (and {len(e.errors()) - 1} more problems)" if len(e.errors()) > 1 else ""
+        others = len(errors) - 1
+        more = f" (and {others} more problem{'s' if others > 1 else ''})" if others else ""
         msg = err["msg"]
         fix = _FIXES.get(err["type"]) or _bound_fix(err)
         if err["type"] == "extra_forbidden":
