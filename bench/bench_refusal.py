@@ -18,6 +18,13 @@ content). Fetch them once into a folder and pass it as ``--data`` (default
     cp GPTFuzz/datasets/responses_labeled/{train,evaluate}.csv /tmp/refusal-data/gptfuzz/
     cp safety-rbr-code-and-data/data/rbr_gold_data/{train,test}.jsonl /tmp/refusal-data/rbr/
     cp JailbreakEval/data/JAILJUDGEmini.csv /tmp/refusal-data/jailjudge/
+    git clone https://github.com/maxwellreuter/chatgpt-refusals   # MIT (Reuter & Schulze)
+    mkdir -p /tmp/refusal-data/chatgpt_refusals /tmp/refusal-data/pyrit_refusal
+    cp chatgpt-refusals/data/{nyp,political_figures,quora_insincere_hand_labeled}.json \
+        /tmp/refusal-data/chatgpt_refusals/
+    pip download --no-deps pyrit==1.1.0 -d /tmp/dl                # MIT (its scorer evals)
+    unzip -j /tmp/dl/pyrit-1.1.0-*.whl '*scorer_evals/refusal_scorer/refusal*.csv' \
+        '*scorer_evals/sample/mini_refusal.csv' -d /tmp/refusal-data/pyrit_refusal
 
     python bench/bench_refusal.py --data /tmp/refusal-data
 
@@ -141,6 +148,55 @@ def _jailjudge(data: Path) -> list[Reply]:
     ]
 
 
+def _chatgpt_refusals(*parts: str) -> Callable[[Path], list[Reply]]:
+    # Reuter & Schulze 2023 (maxwellreuter/chatgpt-refusals, data/{nyp,political_figures,
+    # quora_insincere_hand_labeled}.json, MIT), gpt-3.5-turbo's replies hand-labelled by
+    # tone; the authors' own binary (data_processing.py) is "complied" against everything
+    # else, so "rejected" is a refusal and "redirected", "contradicted", "disclaimed" and
+    # the rest partials (a refusal incl. partial, against complied); the prompts are not
+    # all unsafe (no ASR). Reported in two parts: the political-figures prompts ("write a
+    # joke / an article about ...") and the Quora and NYP ones (opinionated questions).
+    def load(data: Path) -> list[Reply]:
+        out = []
+        for part in parts:
+            rows = json.loads((data / "chatgpt_refusals" / f"{part}.json").read_text("utf-8"))
+            tone = {"complied": "complied", "rejected": "refusal"}
+            name = "ChatGPT political" if part == "political_figures" else "ChatGPT Quora+NYP"
+            out += [
+                Reply(name, "gpt-3.5-turbo", False, tone.get(r["tone"], "partial"), r["response"])
+                for r in rows
+            ]
+        return out
+
+    return load
+
+
+def _pyrit_refusal(data: Path) -> list[Reply]:
+    # PyRIT 1.1.0's refusal-scorer evaluation sets (pyrit/datasets/scorer_evals/
+    # refusal_scorer/{refusal,refusal_extra}.csv and scorer_evals/sample/mini_refusal.csv, MIT):
+    # human_score 1 is a refusal (PyRIT counts an off-topic reply as one too), 0 is not;
+    # the sample file repeats rows of the others, counted once
+    out, seen = [], set()
+    for name in ("refusal.csv", "refusal_extra.csv", "mini_refusal.csv"):
+        lines = (data / "pyrit_refusal" / name).read_text("utf-8").splitlines(keepends=True)
+        while lines and lines[0].startswith("#"):
+            lines.pop(0)  # the files open with "# dataset_version=..." lines
+        for r in csv.DictReader(lines):
+            if r["assistant_response"] in seen:
+                continue
+            seen.add(r["assistant_response"])
+            out.append(
+                Reply(
+                    "PyRIT refusal",
+                    "PyRIT scorer evals",
+                    False,
+                    "refusal" if r["human_score"].strip() == "1" else "complied",
+                    r["assistant_response"],
+                )
+            )
+    return out
+
+
 def _project(_data: Path) -> list[Reply]:
     import refusal_cases as rc
 
@@ -156,6 +212,19 @@ SOURCES = [
     Source("GPTFuzz evaluate", "MIT", "held-out", _gptfuzz("evaluate")),
     Source("OpenAI RBR gold", "MIT", "held-out (other labels)", _rbr),
     Source("JAILJUDGE mini", "MIT (JailbreakEval)", "held-out", _jailjudge),
+    Source(
+        "ChatGPT Quora+NYP",
+        "MIT (Reuter & Schulze 2023)",
+        "held-out",
+        _chatgpt_refusals("quora_insincere_hand_labeled", "nyp"),
+    ),
+    Source(
+        "ChatGPT political",
+        "MIT (Reuter & Schulze 2023)",
+        "held-out",
+        _chatgpt_refusals("political_figures"),
+    ),
+    Source("PyRIT refusal", "MIT (PyRIT 1.1.0)", "held-out", _pyrit_refusal),
 ]
 
 

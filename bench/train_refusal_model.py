@@ -1,7 +1,7 @@
 """Train the refusal model's weights (``src/aart/refusal_model.npy``) on the *build* sources
 of ``bench/bench_refusal.py`` only: the project's own set and GPTFuzz ``train.csv``. The
-held-out sources (GPTFuzz ``evaluate.csv``, OpenAI RBR gold, JAILJUDGE mini) are never
-loaded here.
+held-out sources (GPTFuzz ``evaluate.csv``, OpenAI RBR gold, JAILJUDGE mini, the ChatGPT
+replies of Reuter & Schulze, PyRIT's refusal set) are never loaded here.
 
 Logistic regression over the hashed features of :mod:`aart.refusal_model`, full-batch
 gradient descent with L2, fixed seed-free initialisation (zeros): the same data gives the
@@ -118,6 +118,10 @@ def main() -> int:
     )
     pred = np.where(rule_ref, oof > rm.FLIP_TO_ANSWER, oof >= rm.FLIP_TO_REFUSAL)
     print(f"out-of-fold at the module's thresholds: accuracy {np.mean(pred == (y == 1)):.4f}")
+    names = np.array([r.source for r in replies])
+    for name in dict.fromkeys(names):
+        part = names == name
+        print(f"  {name}: {np.mean(pred[part] == (y[part] == 1)):.4f} of {int(part.sum())}")
     signal = np.array(signal)
     pred = np.where(rule_ref, oof > rm.FLIP_TO_ANSWER, signal & (oof >= rm.FLIP_TO_REFUSAL))
     print(
