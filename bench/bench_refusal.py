@@ -215,7 +215,7 @@ SOURCES = [
     Source(
         "ChatGPT Quora+NYP",
         "MIT (Reuter & Schulze 2023)",
-        "held-out",
+        "build",
         _chatgpt_refusals("quora_insincere_hand_labeled", "nyp"),
     ),
     Source(
