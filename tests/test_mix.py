@@ -166,3 +166,19 @@ def test_a_malformed_attempt_says_which_field(tmp_path):
         "queries": 1,
         "note": "mine",
     }
+
+
+def test_per_value_restrict_keeps_a_primary_values_cells_to_its_allowed_values():
+    values = make_values([3, 6, 4])
+    restrict = {"v0_0": {"axis1": ["v1_1", "v1_4"]}}
+    out = mix.per_value(values, "axis0", 3, {"axis1": 2, "axis2": 2}, {}, 5, 4, restrict)
+    assert_full_cells(out, values, 4)
+    ruled = [c for c in cells_of(out) if c["axis0"] == "v0_0"]
+    assert ruled and {c["axis1"] for c in ruled} == {"v1_1", "v1_4"}
+    # the other primary values still sample every value
+    free = {c["axis1"] for c in cells_of(out) if c["axis0"] != "v0_0"}
+    assert len(free) > 2
+    # without a restriction the mix is the one it always was (a recipe's cells stand)
+    assert mix.per_value(values, "axis0", 3, {"axis1": 2, "axis2": 2}, {}, 5, 4) == (
+        mix.per_value(values, "axis0", 3, {"axis1": 2, "axis2": 2}, {}, 5, 4, {})
+    )

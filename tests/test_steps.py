@@ -406,3 +406,64 @@ def test_a_rounds_top_ups_are_packed_into_calls_of_topup_queries_cells(tmp_path)
     recipe = load_recipe(str(tmp_path / "packs9.yaml")).recipe
     assert answer_tokens(recipe, 3) == answer_tokens(recipe, 2) == recipe.generate.max_tokens
     assert answer_tokens(recipe, 9) == 3 * recipe.generate.max_tokens
+
+
+RESTRICTED = MINI_RECIPE.replace(
+    "  queries_per_attempt: 3",
+    """  queries_per_attempt: 3
+  restrict:
+    privacy leaks: {formats: [email, story]}""",
+)
+
+
+def test_scope_restrict_keeps_a_values_cells_to_its_allowed_values_and_edits_honour_it(tmp_path):
+    out = tmp_path / "run"
+    aart.define(write_recipe(tmp_path, RESTRICTED), out)
+    aart.scope(out)
+
+    def formats_of(concept):
+        bp = [json.loads(line) for line in (out / "blueprint.jsonl").read_text().splitlines()]
+        return {c["formats"] for a in bp for c in a["cells"] if c["concepts"] == concept}
+
+    assert formats_of("privacy leaks") == {"email", "story"}
+    assert len(formats_of("rule breaking") | formats_of("unsafe advice")) > 2
+    # a format added takes over cells, never those the restriction keeps from it; one taken
+    # out leaves its cells another value
+    (out / "dimensions" / "formats.yaml").write_text("values: [email, poem, how-to, story, memo]\n")
+    aart.scope(out)
+    assert formats_of("privacy leaks") <= {"email", "story"}
+    assert "memo" in formats_of("rule breaking") | formats_of("unsafe advice")
+    (out / "dimensions" / "formats.yaml").write_text("values: [email, how-to, story, memo]\n")
+    aart.scope(out)
+    assert formats_of("privacy leaks") <= {"email", "story"}
+    assert "poem" not in formats_of("rule breaking") | formats_of("unsafe advice")
+    (out / "dimensions" / "formats.yaml").write_text("values: [poem, how-to, story, memo]\n")
+    with pytest.raises(UsageError, match=r"scope.restrict.privacy leaks.formats names 'email'"):
+        aart.scope(out)  # the restriction names a value the run no longer has: said, not ignored
+    (out / "dimensions" / "formats.yaml").write_text("values: [email, poem, how-to, memo]\n")
+    with pytest.raises(UsageError, match="names 'story'"):
+        aart.scope(out)
+
+
+def test_scope_restrict_errors_name_the_fix(tmp_path):
+    from aart.errors import RecipeError
+
+    text = RESTRICTED.replace("privacy leaks: {formats", "privacy leak: {formats")
+    out = tmp_path / "run"
+    aart.define(write_recipe(tmp_path, text), out)
+    with pytest.raises(UsageError, match="names 'privacy leak', not a value of 'concepts'"):
+        aart.scope(out)
+    text = RESTRICTED.replace("[email, story]", "[email]")
+    aart.define(write_recipe(tmp_path, text), tmp_path / "run2")
+    with pytest.raises(UsageError, match="leaves 1 value.* scope.sample.formats asks for 2"):
+        aart.scope(tmp_path / "run2")
+    with pytest.raises(RecipeError, match="'concepts' is the primary dimension"):
+        load_recipe(write_recipe(tmp_path, RESTRICTED.replace("{formats:", "{concepts:")))
+    with pytest.raises(RecipeError, match="unknown dimension 'format'"):
+        load_recipe(write_recipe(tmp_path, RESTRICTED.replace("{formats:", "{format:")))
+    text = RESTRICTED.replace(
+        "  mix: per-value\n  primary: concepts\n  attempts_per_value: 2\n", "  mix: balanced\n"
+    )
+    text = text.replace("  sample: {formats: 2, regions: 2}\n", "")
+    with pytest.raises(RecipeError, match="`restrict` applies to the per-value mix only"):
+        load_recipe(write_recipe(tmp_path, text))

@@ -65,6 +65,8 @@ class LoadedRecipe:
         ):
             if data["generate"].get(key) == default:
                 data["generate"].pop(key)
+        if not data["scope"].get("restrict"):
+            data["scope"].pop("restrict", None)
         return data
 
     @property

@@ -286,6 +286,10 @@ class Scope(Strict):
     #: per dimension and value: a relative weight (sampling, a primary value's attempts, a share of
     #: the quota)
     weights: dict[str, dict[str, float]] = {}
+    #: per-value: per value of the primary dimension, the values of other dimensions its
+    #: attempts may sample ({arson: {task_formats: [how-to guide, checklist]}}); the primary's
+    #: other values sample them all
+    restrict: dict[str, dict[str, list[str]]] = {}
     #: the seed of the mix (every mix is reproducible)
     seed: int = 0
 
@@ -773,6 +777,28 @@ def cross_check(r: Recipe) -> list[tuple[Path, str, str]]:
                     "add it to attack.strategies, or remove its threshold",
                 )
             )
+    if s.restrict and s.mix != "per-value":
+        problems.append(
+            (
+                ("scope", "restrict"),
+                f"`restrict` applies to the per-value mix only; {s.mix} draws every "
+                "dimension alike",
+                "remove scope.restrict, or use mix: per-value",
+            )
+        )
+    for pv, axes in s.restrict.items():
+        for name, only in axes.items():
+            where = ("scope", "restrict", pv, name)
+            if name == s.primary:
+                problems.append(
+                    (where, f"{name!r} is the primary dimension", "restrict another dimension")
+                )
+            elif name not in dims:
+                known(name, where)
+            elif not only:
+                problems.append(
+                    (where, "an empty list allows no value", "list values or remove it")
+                )
     if s.sample and s.mix != "per-value":
         problems.append(
             (

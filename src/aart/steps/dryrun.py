@@ -66,6 +66,10 @@ def dry_run(
         if f is not None:
             vals = [v.value for v in apply_filter([Value(value=x) for x in vals], f, r.scope.seed)]
         values[name] = vals
+    if r.scope.restrict and any(d.enumerate is not None for d in r.dimensions.values()):
+        # Step 1's values are not known yet, so neither what scope.restrict names: the plan
+        # counts cells and calls, which a restriction does not change
+        r = r.model_copy(update={"scope": r.scope.model_copy(update={"restrict": {}})})
     blueprint = build_blueprint(r, values)
     prompt = sum(estimate_tokens(render_messages(r, a)) for a in blueprint)
     completion = sum(completion_estimate(r, a.queries) for a in blueprint)

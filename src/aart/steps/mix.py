@@ -7,7 +7,8 @@ mixes' guarantees hold over cells (queries), not over attempts:
 
 - per_value: the paper's scheme; every value of the primary axis gets the same number of cells
   (attempts_per_value x queries); each attempt samples k values of every other axis and deals
-  them round-robin to its cells.
+  them round-robin to its cells. ``restrict`` narrows, per primary value, the values of
+  another axis its attempts may sample (the kinds of text that fit a crime, say).
 - balanced: over all cells, every value of every axis is used as equally as possible (per axis,
   use counts differ by at most 1 when unweighted).
 - pairwise: every pair of values across the chosen axes appears in at least one cell.
@@ -55,6 +56,16 @@ def _dealt(rng: random.Random, values: Sequence[str], n: int) -> list[str]:
     return out[:n]
 
 
+#: per primary value, per other axis, the values its cells may take (scope.restrict)
+Restrict = Mapping[str, Mapping[str, Sequence[str]]]
+
+
+def allowed(restrict: Restrict, primary_value: str, axis: str, values: Sequence[str]) -> list[str]:
+    """The values of ``axis`` a cell of ``primary_value`` may take, in ``values``' order."""
+    only = restrict.get(primary_value, {}).get(axis)
+    return list(values) if only is None else [v for v in values if v in set(only)]
+
+
 def per_value(
     values: Mapping[str, Sequence[str]],
     primary: str,
@@ -63,6 +74,7 @@ def per_value(
     weights: Mapping[str, Mapping[str, float]],
     seed: int,
     queries: int,
+    restrict: Restrict | None = None,
 ) -> list[Cells]:
     rng = random.Random(seed)
     out: list[Cells] = []
@@ -70,7 +82,12 @@ def per_value(
         n = max(1, round(attempts_per_value * weights.get(primary, {}).get(v, 1.0)))
         for _ in range(n):
             sampled = {
-                axis: _weighted_sample(rng, vals, sample.get(axis, 1), weights.get(axis, {}))
+                axis: _weighted_sample(
+                    rng,
+                    allowed(restrict or {}, v, axis, vals),
+                    sample.get(axis, 1),
+                    weights.get(axis, {}),
+                )
                 for axis, vals in values.items()
                 if axis != primary
             }

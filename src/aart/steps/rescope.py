@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from ..recipe import Recipe
 from ..types import Attempt, attempt_values
 from . import mix
-from .scope import make_attempt
+from .scope import few_values, make_attempt
 
 #: run.db meta key: per axis, the scoped values the blueprint was last built from
 BUILT_FROM = "blueprint_values"
@@ -47,9 +47,9 @@ class Rescoped:
         for axis in sorted({*self.removed, *self.added}):
             what = []
             if self.removed.get(axis):
-                what.append(f"{_few(self.removed[axis])} taken out")
+                what.append(f"{few_values(self.removed[axis])} taken out")
             if self.added.get(axis):
-                what.append(f"{_few(self.added[axis])} added")
+                what.append(f"{few_values(self.added[axis])} added")
             parts.append(f"{axis}: " + ", ".join(what))
         done = [f"{self.cells_changed} cells rebuilt"]
         if self.attempts_added:
@@ -64,11 +64,6 @@ class Rescoped:
             + "; the other cells, your edits and their prompts are kept "
             + f"(`aart scope {root} --force` rebuilds the whole blueprint)"
         )
-
-
-def _few(values: list[str], show: int = 3) -> str:
-    shown = ", ".join(repr(v) for v in values[:show])
-    return shown + (f" (+{len(values) - show})" if len(values) > show else "")
 
 
 def built_from(meta: str | None) -> dict[str, list[str]] | None:
@@ -118,6 +113,11 @@ def rescope(
     out = [dict(a.to_line(), cells=[dict(c) for c in a.cells]) for a in blueprint]
     changed: set[tuple[int, int]] = set()
 
+    def fits(cell: dict[str, str], axis: str, pool: list[str]) -> list[str]:
+        if primary is None:
+            return list(pool)
+        return mix.allowed(s.restrict, cell.get(primary, ""), axis, pool)
+
     # values taken out: a primary value's attempts go; elsewhere the cells get another value
     if primary in done.removed:
         dropped = set(done.removed[primary])
@@ -150,8 +150,10 @@ def rescope(
         for ai, a in enumerate(out):
             for ci, cell in enumerate(a["cells"]):
                 if cell.get(axis) in lost:
-                    # the new values first (a rename keeps its cells), then any value
-                    pool = fresh or values[axis]
+                    # the new values first (a rename keeps its cells), then any value the
+                    # cell's primary value allows (scope.restrict)
+                    # (scope.check_restrict has made sure the allowed values are there)
+                    pool = fits(cell, axis, fresh) or fits(cell, axis, values[axis])
                     cell[axis] = min(pool, key=lambda v: (taken[v], rng.random()))
                     taken[cell[axis]] += 1
                     changed.add((ai, ci))
@@ -168,6 +170,7 @@ def rescope(
             s.weights,
             s.seed + len(blueprint),
             s.queries_per_attempt,
+            s.restrict,
         ):
             cells = [{axis: c[axis] for axis in values} for c in cells]
             done.attempts_added += 1
@@ -194,7 +197,7 @@ def rescope(
                 if need <= 0:
                     break
                 cell = out[ai]["cells"][ci]
-                if counts[cell[axis]] <= share:
+                if counts[cell[axis]] <= share or not fits(cell, axis, [v]):
                     continue
                 counts[cell[axis]] -= 1
                 cell[axis] = v

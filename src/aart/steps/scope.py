@@ -48,14 +48,50 @@ def build_blueprint(recipe: Recipe, values: dict[str, list[str]]) -> list[Attemp
     q = s.queries_per_attempt
     if s.mix == "per-value":
         assert s.primary is not None
+        check_restrict(recipe, values)
         attempts = mix.per_value(
-            values, s.primary, s.attempts_per_value, s.sample, s.weights, s.seed, q
+            values, s.primary, s.attempts_per_value, s.sample, s.weights, s.seed, q, s.restrict
         )
     elif s.mix == "balanced":
         attempts = mix.balanced(values, s.attempts, q, s.weights, s.seed)
     else:
         attempts = mix.pairwise(values, s.axes or list(values), q, s.weights, s.seed)
     return [make_attempt(i, cells) for i, cells in enumerate(attempts, start=1)]
+
+
+def check_restrict(recipe: Recipe, values: dict[str, list[str]]) -> None:
+    """scope.restrict names values the run has (after Step 1 and the filters), and leaves
+    each restricted axis enough values for scope.sample: a restriction that named nothing
+    would restrict nothing without a word."""
+    s = recipe.scope
+    assert s.primary is not None
+    for pv, axes in s.restrict.items():
+        if pv not in values[s.primary]:
+            raise UsageError(
+                f"scope.restrict names {pv!r}, not a value of {s.primary!r} (after the scope's "
+                f"filters; values match exactly): {few_values(values[s.primary], 6)}; correct or "
+                "remove it"
+            )
+        for axis, only in axes.items():
+            missing = [v for v in only if v not in values[axis]]
+            if missing:
+                raise UsageError(
+                    f"scope.restrict.{pv}.{axis} names {', '.join(map(repr, missing))}, not "
+                    f"among the values of {axis!r} (after the scope's filters): "
+                    f"{few_values(values[axis], 6)}; correct or remove them"
+                )
+            k = s.sample.get(axis, 1)
+            if len(set(only)) < k:
+                raise UsageError(
+                    f"scope.restrict.{pv}.{axis} leaves {len(set(only))} value(s) but "
+                    f"scope.sample.{axis} asks for {k} per attempt; list more or lower it"
+                )
+
+
+def few_values(values: list[str], show: int = 3) -> str:
+    """The first few values, quoted, and how many more: for messages."""
+    shown = ", ".join(repr(v) for v in values[:show])
+    return shown + (f" (+{len(values) - show})" if len(values) > show else "")
 
 
 @dataclass
@@ -160,6 +196,8 @@ def scope_run(run: Run, model_name: str, *, force: bool = False) -> Plan:
     path = run.path("blueprint.jsonl")
     values = {k: [v.value for v in vs] for k, vs in scoped_values(run).items()}
     notes = []
+    if run.recipe.scope.mix == "per-value":
+        check_restrict(run.recipe, values)
     if path.exists() and not force:
         blueprint = run.read_blueprint()
         # the dimension files (or filters) edited since: rebuild the cells the edit affects
