@@ -42,7 +42,7 @@ LAYERS: list[tuple[tuple[str, ...], bool]] = [
         ),
         True,
     ),
-    (("aart.types", "aart.injection", "aart.ids", "aart.errors"), True),
+    (("aart.types", "aart.injection", "aart.ids", "aart.errors", "aart.redaction"), True),
 ]
 
 #: the old paths of moved modules: each only re-exports its new place, and goes in a later

@@ -467,3 +467,41 @@ def test_scope_restrict_errors_name_the_fix(tmp_path):
     text = text.replace("  sample: {formats: 2, regions: 2}\n", "")
     with pytest.raises(RecipeError, match="`restrict` applies to the per-value mix only"):
         load_recipe(write_recipe(tmp_path, text))
+
+
+@pytest.mark.parametrize("mix", ["per-value", "balanced", "pairwise"])
+def test_a_filter_that_leaves_no_values_is_an_error_in_the_dry_run_too(tmp_path, mix):
+    # before: per-value spun for ever, balanced raised IndexError, pairwise planned 0 prompts
+    text = MINI_RECIPE.replace(
+        "  queries_per_attempt: 3",
+        "  queries_per_attempt: 3\n  filters:\n    formats: {drop: [email, poem, how-to, story]}",
+    )
+    if mix != "per-value":
+        text = text.replace("  mix: per-value\n  primary: concepts\n  attempts_per_value: 2\n", "")
+        text = text.replace("  sample: {formats: 2, regions: 2}\n", f"  mix: {mix}\n")
+    with pytest.raises(UsageError, match="scope.filters.formats leaves no values of 'formats'"):
+        aart.dry_run(write_recipe(tmp_path, text))
+
+
+def test_a_keep_or_drop_entry_that_names_no_value_is_a_note(tmp_path):
+    text = MINI_RECIPE.replace(
+        "  queries_per_attempt: 3",
+        "  queries_per_attempt: 3\n  filters:\n    formats: {keep: [email, poem, how-too]}",
+    )
+    out = tmp_path / "run"
+    aart.define(write_recipe(tmp_path, text), out)
+    plan = aart.scope(out)
+    assert set(plan.uses["formats"]) == {"email", "poem"}
+    assert any(
+        "scope.filters.formats.keep: 'how-too' is no value of formats" in n for n in plan.notes
+    )
+
+
+def test_a_half_written_define_json_does_not_stop_the_next_run(mini_recipe, tmp_path):
+    # define.json is now written whole or not at all; one left half-written by an older
+    # version (a kill mid-write) was a JSONDecodeError traceback on every later run
+    out = tmp_path / "run"
+    aart.define(mini_recipe, out)
+    whole = (out / "define.json").read_text()
+    (out / "define.json").write_text(whole[:40])
+    assert aart.run(mini_recipe, out=out).stats.prompts > 0  # its report is lost, not the run

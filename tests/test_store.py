@@ -98,3 +98,12 @@ def test_csv_cells_cannot_become_formulas_but_jsonl_and_parquet_keep_the_text(tm
     write_parquet(rows, tmp_path / "d.parquet")
     assert [r["prompt"] for r in read_jsonl(tmp_path / "d.jsonl")] == texts
     assert pq.read_table(tmp_path / "d.parquet").column("prompt").to_pylist() == texts
+    # and aart reads its own CSV back as the data it holds (a dataset.csv given to aart attack)
+    from aart.data.load import read_rows
+
+    assert [r["prompt"] for r in read_rows(tmp_path / "d.csv")] == texts
+    # a quote the file itself holds before other text stays
+    (tmp_path / "q.csv").write_text("prompt\n'quoted\n''=x\n")
+    assert [r["prompt"] for r in read_rows(tmp_path / "q.csv")] == ["'quoted", "'=x"]
+    write_csv([{"prompt": "'=x"}, {"prompt": "'plain"}], tmp_path / "r.csv")
+    assert [r["prompt"] for r in read_rows(tmp_path / "r.csv")] == ["'=x", "'plain"]

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .redaction import redact
+
 #: `aart run` / `aart generate`: fewer than ``--min-fill`` of the blueprint's cells have a
 #: prompt (or the run stopped before the top-ups): an empty or short dataset never exits 0.
 INCOMPLETE_EXIT_CODE = 5
@@ -86,7 +88,9 @@ class ProviderError(RuntimeFailure):
     ) -> None:
         self.status = status
         self.per_request = per_request
-        super().__init__(message)
+        # a server's text, quoted in the message, may echo a secret it was sent (a gateway
+        # that quotes the request's headers): masked before it reaches a terminal or run.db
+        super().__init__(redact(message))
 
 
 class TransientError(ProviderError):

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -12,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Unpack
 
+from .data.export import write_json
 from .errors import BudgetError, Exported, UsageError
 from .llm import Model, ModelOptions
 from .llm.factory import ModelFactory
@@ -197,7 +197,7 @@ def _write_summary(result: RunResult) -> None:
     `aart generate` after a top-up, `aart batch export|import`), so `aart evaluate --run`
     never reads the tokens per prompt of an older dataset."""
     with OutputLock(result.root):
-        (result.root / "summary.json").write_text(json.dumps(result.as_dict(), indent=2))
+        write_json(result.as_dict(), result.root / "summary.json")
 
 
 def _generate(

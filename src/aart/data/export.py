@@ -27,9 +27,18 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_safe(value: Any) -> Any:
-    """A cell a spreadsheet will not evaluate as a formula."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
+    """A cell a spreadsheet will not evaluate as a formula (and that :func:`csv_unsafe` reads
+    back as it was: a text that opens with a quote and a formula character gets one more)."""
+    if isinstance(value, str) and value.lstrip("'").startswith(_FORMULA_START):
         return "'" + value
+    return value
+
+
+def csv_unsafe(value: str) -> str:
+    """A cell as it was before :func:`csv_safe`: a CSV that aart wrote reads back as the
+    data it holds (a leading quote before anything else is the file's own)."""
+    if value.startswith("'") and value.lstrip("'").startswith(_FORMULA_START):
+        return value[1:]
     return value
 
 
@@ -42,6 +51,14 @@ def write_jsonl(rows: Iterable[dict[str, Any]], path: Path) -> int:
             n += 1
     tmp.replace(path)
     return n
+
+
+def write_json(data: Any, path: Path, indent: int = 2) -> None:
+    """``data`` as a JSON file, whole or not at all: a crash or a kill mid-write leaves the
+    previous file (the next run reads it back)."""
+    tmp = _tmp(path)
+    tmp.write_text(json.dumps(data, indent=indent, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(path)
 
 
 def _tmp(path: Path) -> Path:

@@ -17,7 +17,7 @@ from ..types import DatasetRecord
 from ..types import kind_of as _kind
 from . import foreign  # a promptfoo tests file, a Hugging Face folder
 from .chunks import chunked
-from .export import iter_jsonl, numbered_json_lines, utf8_lines
+from .export import csv_unsafe, iter_jsonl, numbered_json_lines, utf8_lines
 
 # The released AART dataset's columns, mapped onto the demo recipe's dimensions.
 AART_AXES = {"policy_concepts": ("crime", None), "task_formats": ("use_case", ",")}
@@ -116,7 +116,9 @@ def iter_records(path: Path) -> Iterator[DatasetRecord]:
 
 
 def _csv_rows(path: Path) -> Iterator[dict[str, Any]]:
-    yield from csv.DictReader(text for _, text in utf8_lines(path))
+    # aart's own CSVs guard formula-like cells with a quote (data.export.csv_safe): undone
+    for row in csv.DictReader(text for _, text in utf8_lines(path)):
+        yield {k: v if not isinstance(v, str) else csv_unsafe(v) for k, v in row.items()}
 
 
 def _parquet_chunks(path: Path, size: int) -> Iterator[list[dict[str, Any]]]:

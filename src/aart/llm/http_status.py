@@ -94,7 +94,8 @@ def status_error(
     auth_hint: str = "check the API key",
     not_found_hint: str = "check the URL",
 ) -> ProviderError:
-    """The error for an HTTP answer with ``status`` >= 400 from ``where``."""
+    """The error for an HTTP answer with ``status`` >= 400 from ``where`` (a secret the
+    server's text echoes is masked by :class:`ProviderError`)."""
     if is_retryable(status):
         return TransientError(
             f"HTTP {status} from {where}: {text[:200]}",

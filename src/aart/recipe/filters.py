@@ -32,4 +32,11 @@ def apply_filter(values: list[Value], f: Filter, seed: int) -> list[Value]:
     return out
 
 
-__all__ = ["apply_filter"]
+def unmatched(values: list[Value], f: Filter) -> list[tuple[str, str]]:
+    """The keep/drop entries of ``f`` that name none of ``values`` (a misspelling): as
+    (key, entry). A keep entry that matches nothing quietly drops what it meant to keep."""
+    known = {fold(v.value) for v in values}
+    return [(key, e) for key in ("keep", "drop") for e in getattr(f, key) if fold(e) not in known]
+
+
+__all__ = ["apply_filter", "unmatched"]

@@ -44,6 +44,7 @@ from ..llm.types import parse_tool_calls
 from ..recipe.sandbox import BoundedSandbox
 from ..recipe.template import TemplateRefused, render
 from ..recipe.yamlsafe import load_bounded
+from ..redaction import remember
 from ..text.normalize import text_hash
 
 #: redirect statuses, and how many hops a target may take
@@ -78,6 +79,7 @@ def expand_env(text: str, where: str) -> str:
             raise ConfigError(
                 f"{where} uses ${{{m.group(1)}}}, which is not set: export {m.group(1)}=..."
             )
+        remember(m.group(1), os.environ[m.group(1)])
         return os.environ[m.group(1)]
 
     return _ENV_VAR.sub(sub, text)

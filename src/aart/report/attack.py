@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..data.export import write_json
 from ..redteam.findings import Comparison, Findings
 from ..redteam.judge_accuracy import BUILT_IN
 from ..redteam.records import AttackRecord
@@ -632,5 +633,5 @@ def write_attack_report(f: Findings, out: Path) -> dict[str, Path]:
     paths = {"html": out / "report.html", "md": out / "report.md", "json": out / "attack.json"}
     paths["html"].write_text(attack_html(f), encoding="utf-8")
     paths["md"].write_text(attack_markdown(f), encoding="utf-8")
-    paths["json"].write_text(json.dumps(attack_summary(f), indent=1), encoding="utf-8")
+    write_json(attack_summary(f), paths["json"], indent=1)
     return paths

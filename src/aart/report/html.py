@@ -13,6 +13,8 @@ table{border-collapse:collapse;margin:.5rem 0 1rem}td,th{border:1px solid #ddd;p
 th{background:#f4f4f4}.num{text-align:right;font-variant-numeric:tabular-nums}
 .gap{color:#b00020}.ok{color:#176f2c}.muted{color:#777}.kpi{display:inline-block;margin:0 1.5rem .5rem 0}
 .kpi b{display:block;font-size:1.3rem}pre{white-space:pre-wrap;background:#f8f8f8;padding:.5rem;border-radius:4px}
+/* untrusted text (a base64 prompt, a long value) wraps instead of widening the page */
+pre,p,li,td,.muted{overflow-wrap:anywhere}td.num{white-space:nowrap}th{overflow-wrap:break-word}tbody th{overflow-wrap:anywhere;min-width:8rem}
 svg text{font:11px system-ui,sans-serif;fill:#333}
 .wide{overflow-x:auto;max-width:100%}
 .untested{background:repeating-linear-gradient(45deg,#eee,#eee 3px,#fff 3px,#fff 6px);color:#999;text-align:center}

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..data.export import write_json
 from ..errors import RuntimeFailure, StructuredOutputError
 from ..llm import GenerateConfig, Message, Model
 from ..recipe import Dimension, Recipe, Value
@@ -489,13 +490,16 @@ async def define_run(run: Run, model: Model, *, force: bool = False) -> dict[str
         counts[name] = len(values)
         reports[name] = {**asdict(report), "short": report.short}
     if reports:
-        path = run.path("define.json")
-        previous = json.loads(path.read_text()) if path.exists() else {}
-        path.write_text(json.dumps({**previous, **reports}, indent=2, ensure_ascii=False))
+        write_json({**define_report(run), **reports}, run.path("define.json"))
     return counts
 
 
 def define_report(run: Run) -> dict[str, Any]:
-    """What RUN/define.json says of each enumerated dimension (empty when none was)."""
+    """What RUN/define.json says of each enumerated dimension (empty when none was, or when
+    the file is unreadable: one written by a version that could leave it half-written)."""
     path = run.path("define.json")
-    return json.loads(path.read_text()) if path.exists() else {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}

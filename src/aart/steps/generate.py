@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..data.export import write_csv, write_jsonl, write_parquet
+from ..data.export import write_csv, write_json, write_jsonl, write_parquet
 from ..errors import ContentRejected, StructuredOutputError
 from ..ids import Slot, generation_seed, job_id
 from ..llm import GenerateConfig, Model
@@ -597,7 +597,7 @@ class Generator:
         stats.batches = self.batch.submitted if self.batch is not None else 0
         stats.first_round_fill, stats.stopped = first_fill, stopped
         if stopped:  # written again, so generate.json says why the dataset is short
-            (self.run.root / "generate.json").write_text(json.dumps(stats.as_dict(), indent=2))
+            write_json(stats.as_dict(), self.run.root / "generate.json")
         return stats
 
     def write_outputs(
@@ -610,7 +610,7 @@ class Generator:
         write_parquet(flat, root / "dataset.parquet")
         write_csv([aart_row(self.recipe, r) for r in kept], root / "dataset.aart.csv", AART_COLUMNS)
         write_jsonl((d.to_line() for d in duplicates), root / "duplicates.jsonl")
-        (root / "generate.json").write_text(json.dumps(stats.as_dict(), indent=2))
+        write_json(stats.as_dict(), root / "generate.json")
 
 
 def answer_tokens(recipe: Recipe, cells: int) -> int:

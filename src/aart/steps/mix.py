@@ -49,7 +49,7 @@ def chunk(cells: Sequence[Cell], queries: int) -> list[Cells]:
 def _dealt(rng: random.Random, values: Sequence[str], n: int) -> list[str]:
     """``n`` picks from ``values`` in rounds, each round a fresh shuffle of all of them."""
     out: list[str] = []
-    while len(out) < n:
+    while len(out) < n and values:
         round_ = list(values)
         rng.shuffle(round_)
         out += round_

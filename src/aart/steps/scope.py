@@ -14,6 +14,7 @@ from ..llm import Usage, estimate_tokens
 from ..llm.factory import FREE_PROVIDERS
 from ..recipe import Recipe, Value
 from ..recipe.filters import apply_filter as apply_filter  # its old place: kept importable
+from ..recipe.filters import unmatched
 from ..store.rundir import Run
 from ..types import Attempt, Cell
 from . import mix
@@ -39,6 +40,12 @@ def make_attempt(index: int, cells: list[Cell], **extra: Any) -> Attempt:
 
 def build_blueprint(recipe: Recipe, values: dict[str, list[str]]) -> list[Attempt]:
     s = recipe.scope
+    for axis, vals in values.items():
+        if not vals:
+            raise UsageError(
+                f"scope.filters.{axis} leaves no values of {axis!r}; loosen its keep/drop/"
+                "regex (keep and drop match whole values, in any case)"
+            )
     for axis, k in s.sample.items():
         if k > len(values[axis]):
             raise UsageError(
@@ -222,6 +229,12 @@ def scope_run(run: Run, model_name: str, *, force: bool = False) -> Plan:
         plan.unplanned[name] = [v for v in every if v in scoped and not plan.uses[name][v]]
         plan.not_in_file[name] = sorted(set(plan.uses[name]) - set(every))
     plan.notes += weight_notes(run.recipe.scope.weights, values)
+    for name, f in run.recipe.scope.filters.items():
+        for key, entry in unmatched(run.read_dimension(name), f):
+            plan.notes.append(
+                f"scope.filters.{name}.{key}: {entry!r} is no value of {name} "
+                f"(dimensions/{name}.yaml); it {'keeps' if key == 'keep' else 'drops'} nothing"
+            )
     check_budget(run, plan)
     return plan
 

@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from ...errors import ConfigError, ProviderError, TransientError
+from ...redaction import remember
 from ..endpoints import allowed, refuse
 from ..http_status import is_retryable
 from ..structured import schema_instructions
@@ -79,6 +80,8 @@ class LiteLLMAPI(ModelAPI):
             own = f"{provider.upper()}_API_KEY"  # LiteLLM's convention for the others
         named = options.api_key_env if options.key_named else None
         var = next((v for v in (named, own) if v and os.environ.get(v)), None)
+        if var is not None:
+            remember(var, os.environ[var])
         if var is not None and not allowed(options.base_url or "", var, options.bound):
             raise refuse(f"litellm/{model}'s base_url", options.base_url or "", var)
         return var

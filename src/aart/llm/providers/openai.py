@@ -15,6 +15,7 @@ import aiohttp
 
 from ...errors import ConfigError, EndpointDown, ProviderError, TransientError
 from ...injection import ToolSpec
+from ...redaction import remember
 from ..deadline import within
 from ..endpoints import allowed, how_to_allow, refuse
 from ..http_status import (
@@ -157,6 +158,7 @@ class OpenAIChatAPI(ModelAPI):
             options.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         ).rstrip("/")
         key = os.environ.get(options.api_key_env)
+        remember(options.api_key_env, key)
         #: why no key was sent, for the hint of a 401
         self.withheld = ""
         if (
