@@ -216,3 +216,34 @@ def test_both_the_old_and_the_new_key_is_a_located_error(tmp_path, fresh_notes):
     e = err(tmp_path, text)
     assert e.line == line_of(text, "strategy: balanced")
     assert "`strategy` is the old name of `mix`" in str(e) and "keep only `mix:`" in str(e)
+
+
+SIZED = (
+    MINI_RECIPE
+    + """sizes:
+  small:
+    scope:
+      queries_per_attempt: 1
+"""
+)
+
+
+def test_a_mistake_under_a_size_is_found_without_the_size_and_located_where_it_is(tmp_path):
+    text = SIZED.replace("      queries_per_attempt: 1", "      queries_per_attemt: 1")
+    line = line_of(text, "queries_per_attemt")
+    # found when the recipe is loaded without --size (before: only once someone ran the size)
+    e = err(tmp_path, text)
+    assert e.line == line and "unknown key 'queries_per_attemt'" in str(e)
+    # and with the size, at its own line (before: the top-level scope: line)
+    with pytest.raises(RecipeError) as e2:
+        load_recipe(write_recipe(tmp_path, text), size="small")
+    assert e2.value.line == line and "did you mean 'queries_per_attempt'?" in str(e2.value)
+    # a value the size sets out of bounds: at the size's line too
+    text = SIZED.replace("      queries_per_attempt: 1", "      queries_per_attempt: 0")
+    with pytest.raises(RecipeError) as e3:
+        load_recipe(write_recipe(tmp_path, text), size="small")
+    assert e3.value.line == line_of(text, "      queries_per_attempt: 0")
+    assert (
+        load_recipe(write_recipe(tmp_path, SIZED), size="small").recipe.scope.queries_per_attempt
+        == 1
+    )

@@ -193,6 +193,51 @@ def _rename_old_keys(
                 )
 
 
+def _validated(
+    data: dict[str, Any],
+    path: Path,
+    locations: dict[KeyPath, tuple[int, int]],
+    size_at: KeyPath,
+) -> Recipe:
+    """The recipe ``data`` describes, or a located error. With a size merged in, a key the
+    size sets is located under ``sizes.<size>`` (where it is written), else at the top."""
+    try:
+        return Recipe.model_validate(data)
+    except ValidationError as e:
+        errors = e.errors()
+        # A misspelt required key gives both "missing" and "unknown key"; the spelling is the fix.
+        err = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
+        loc = tuple(err["loc"])
+
+        # pydantic adds union-member tags to loc; keep only the parts that exist in the file
+        # (under the size first, where it sets the key)
+        def within(base: KeyPath) -> list[str | int]:
+            found: list[str | int] = []
+            for part in loc:
+                if base + tuple(found) + (part,) in locations or isinstance(part, int):
+                    found.append(part)
+            return found
+
+        top = within(())
+        under = within(size_at) if size_at else []
+        # the size's own key when it sets (or misspells) the one at fault
+        clean = [*size_at, *under] if under and len(under) >= len(top) else top
+        others = len(errors) - 1
+        more = f" (and {others} more problem{'s' if others > 1 else ''})" if others else ""
+        msg = err["msg"]
+        fix = _FIXES.get(err["type"]) or _bound_fix(err)
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown key {loc[-1]!r}"
+            near = difflib.get_close_matches(str(loc[-1]), sorted(recipe_keys()), 1, 0.75)
+            if near:
+                fix = (
+                    f"did you mean {near[0]!r}? Else remove this key (see docs/recipe-reference.md)"
+                )
+        elif err["type"] == "missing":
+            msg = f"missing required key {loc[-1]!r}"
+        raise _located(path, locations, tuple(clean), msg + more, fix) from None
+
+
 def load_recipe(name_or_path: str | Path, size: str | None = None) -> LoadedRecipe:
     """Load and validate a recipe (path or built-in name), optionally applying a named size."""
     path = resolve_recipe_path(name_or_path)
@@ -225,42 +270,22 @@ def load_recipe(name_or_path: str | Path, size: str | None = None) -> LoadedReci
             "a recipe is a YAML mapping", file=str(path), line=1, fix="start with `name: ...`"
         )
     _rename_old_keys(data, path, locations)
-    if size is not None:
-        sizes = data.get("sizes") or {}
-        if size not in sizes:
-            raise RecipeError(
-                f"recipe has no size {size!r}",
-                file=str(path),
-                line=locations.get(("sizes",), (None,))[0],
-                fix=f"use one of: {', '.join(sizes) or '(none defined)'}, or drop --size",
-            )
-        data = deep_merge(data, sizes[size])
-    try:
-        recipe = Recipe.model_validate(data)
-    except ValidationError as e:
-        errors = e.errors()
-        # A misspelt required key gives both "missing" and "unknown key"; the spelling is the fix.
-        err = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
-        loc = tuple(err["loc"])
-        # pydantic adds union-member tags to loc; keep only the parts that exist in the file.
-        clean: list[str | int] = []
-        for part in loc:
-            if tuple(clean) + (part,) in locations or isinstance(part, int):
-                clean.append(part)
-        others = len(errors) - 1
-        more = f" (and {others} more problem{'s' if others > 1 else ''})" if others else ""
-        msg = err["msg"]
-        fix = _FIXES.get(err["type"]) or _bound_fix(err)
-        if err["type"] == "extra_forbidden":
-            msg = f"unknown key {loc[-1]!r}"
-            near = difflib.get_close_matches(str(loc[-1]), sorted(recipe_keys()), 1, 0.75)
-            if near:
-                fix = (
-                    f"did you mean {near[0]!r}? Else remove this key (see docs/recipe-reference.md)"
-                )
-        elif err["type"] == "missing":
-            msg = f"missing required key {loc[-1]!r}"
-        raise _located(path, locations, tuple(clean), msg + more, fix) from None
+    sizes = data.get("sizes") or {}
+    if size is not None and size not in sizes:
+        raise RecipeError(
+            f"recipe has no size {size!r}",
+            file=str(path),
+            line=locations.get(("sizes",), (None,))[0],
+            fix=f"use one of: {', '.join(sizes) or '(none defined)'}, or drop --size",
+        )
+    if size is None:
+        recipe = _validated(data, path, locations, ())
+        # each size too: a misspelt key under sizes.small is found before anyone runs it
+        for name, over in sizes.items() if isinstance(sizes, dict) else ():
+            if isinstance(over, dict):
+                _validated(deep_merge(data, over), path, locations, ("sizes", name))
+    else:
+        recipe = _validated(deep_merge(data, sizes[size]), path, locations, ("sizes", size))
     loaded = LoadedRecipe(recipe, path, text, size, locations)
     for p, message, fix in cross_check(recipe):
         raise loaded.error(p, message, fix)
