@@ -276,3 +276,13 @@ def test_a_server_that_echoes_the_key_in_its_error_never_gets_it_written(
     said += [p.read_bytes().decode("utf-8", "replace") for p in out.rglob("*") if p.is_file()]
     assert all(SECRET.lower() not in s.lower() for s in said)
     assert any("${OPENAI_API_KEY}" in s for s in said)
+
+
+def test_redact_masks_every_remembered_secret_in_any_case_longest_first():
+    from aart.redaction import redact, remember
+
+    remember("APP_TOKEN", "tok-ABCDEF-1234")
+    remember("APP_TOKEN_PREFIX", "tok-ABCDEF")  # contained in the other: the longer wins
+    remember("SHORT", "abc")  # too short to mask without blotting out words
+    text = "echo: Bearer TOK-abcdef-1234 and tok-abcdef alone; abc"
+    assert redact(text) == "echo: Bearer ${APP_TOKEN} and ${APP_TOKEN_PREFIX} alone; abc"

@@ -17,12 +17,13 @@ MIN_LENGTH = 4
 
 _lock = threading.Lock()
 _known: dict[str, str] = {}  # value -> the variable it came from
-_pattern: re.Pattern[str] | None = None
+# what redact reads, replaced whole on each remember (never mutated under a reader)
+_masks: tuple[re.Pattern[str], dict[str, str]] | None = None
 
 
 def remember(var: str, value: str | None) -> None:
     """Mask ``value`` (read from ``$var``) in every :func:`redact` from now on."""
-    global _pattern
+    global _masks
     if not value or len(value) < MIN_LENGTH:
         return
     with _lock:
@@ -31,13 +32,14 @@ def remember(var: str, value: str | None) -> None:
         _known[value] = var
         # longest first: a secret that contains another is masked whole
         values = sorted(_known, key=len, reverse=True)
-        _pattern = re.compile("|".join(re.escape(v) for v in values), re.I)
+        pattern = re.compile("|".join(re.escape(v) for v in values), re.I)
+        _masks = (pattern, {v.lower(): name for v, name in _known.items()})
 
 
 def redact(text: str) -> str:
     """``text`` with every remembered secret (in any case) shown as ``${VAR}``."""
-    pattern = _pattern
-    if pattern is None or not text:
+    masks = _masks
+    if masks is None or not text:
         return text
-    lowered = {v.lower(): var for v, var in _known.items()}
-    return pattern.sub(lambda m: f"${{{lowered.get(m.group(0).lower(), 'SECRET')}}}", text)
+    pattern, names = masks
+    return pattern.sub(lambda m: f"${{{names.get(m.group(0).lower(), 'SECRET')}}}", text)
