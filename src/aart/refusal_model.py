@@ -2,10 +2,10 @@
 
 The rules decide from sentence kinds; what they miss is mostly wording (a persona that plays
 along without giving anything, a refusal phrased in a way no rule knows). The model reads
-hashed word unigrams and bigrams of a reply's head (250 tokens) and tail (100), plus what the rules said, and
-gives the probability that people would call the reply a refusal. It only overrides the
-rules when it is confident (``FLIP_TO_REFUSAL`` / ``FLIP_TO_ANSWER``), and never against
-their guards (``aart.refusal.reply_status_detail``).
+hashed word unigrams and bigrams of a reply's head (250 tokens) and tail (100), plus what
+the rules said, and gives the probability that people would call the reply a refusal. It
+only overrides the rules when it is confident (``FLIP_TO_REFUSAL`` / ``FLIP_TO_ANSWER``),
+and never against their guards (``aart.refusal.reply_status_detail``).
 
 Deterministic and offline: features are hashed with CRC-32 (not Python's salted ``hash``),
 the weights are package data (``refusal_model.npy``, trained by
