@@ -699,3 +699,10 @@ def test_the_html_comparison_has_a_row_per_measure_so_it_fits_a_1280_px_window(t
     assert head.count("<th>") == 3  # the measure, then a column per dataset
     assert comparison.count("<tr>") == len(ev.table.header)  # the head and one per measure
     assert "restated cell" in comparison.split("</thead>")[1]
+
+
+def test_markdown_escapes_an_underscore_that_could_open_emphasis_but_not_inside_names():
+    from aart.report.markdown import md_escape
+
+    assert md_escape("_it_ and policy_concepts") == "\\_it\\_ and policy_concepts"
+    assert md_escape("a|b *x* <b>") == "a\\|b \\*x\\* &lt;b&gt;"
