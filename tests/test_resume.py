@@ -201,3 +201,27 @@ def test_a_resumed_run_counts_only_the_calls_left(tmp_path):
     # the bar says what was done before and counts what is left (nothing), not 0 of all
     assert len(bars) == 1 and bars[0][0].endswith("calls done before)") and bars[0][1] == 0
     assert "tick" not in seen
+
+
+def test_ctrl_c_in_step_1_says_it_is_stopping_too(tmp_path):
+    # before: Step 1 (which runs its calls itself, not through the job runner) said nothing
+    server = FakeOpenAIServer().start()
+    try:
+        text = MINI_RECIPE.replace(
+            "default: fake/test", f"default: openai/fake\n  base_url: {server.base_url}"
+        )
+        recipe = write_recipe(tmp_path, text)
+        out = tmp_path / "run"
+        cmd = [sys.executable, "-m", "aart.cli.main", "run", str(recipe), "--out", str(out)]
+        server.hold(after=0)  # the first call is Step 1's enumeration of the regions
+        with sigint_reaches_children():
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_until(lambda: server.held, "Step 1's first call", proc)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 130 and "Traceback" not in err
+        assert "note: stopping: calls in flight are cancelled" in err
+        assert not (out / "dimensions" / "regions.yaml").exists()
+    finally:
+        server.release()
+        server.stop()

@@ -15,6 +15,15 @@ from ..llm.limits import BudgetExhausted
 
 log = logging.getLogger(__name__)
 
+
+def say_stopping() -> None:
+    """The note of a Ctrl-C, said at once (by the job runner, and by Step 1, which runs its
+    calls itself)."""
+    log.info(
+        "stopping: calls in flight are cancelled and sent again on resume (an embedded "
+        "model's call is waited for); finished work is kept"
+    )
+
 T = TypeVar("T")
 
 
@@ -169,10 +178,7 @@ async def _run_round(
         # Ctrl-C: said at once. HTTP calls in flight are cancelled (their answers never
         # arrive, so a resume sends them again); an embedded model's call runs in a thread
         # that cannot be cut short, and is waited for, which can take half a minute
-        log.info(
-            "stopping: calls in flight are cancelled and sent again on resume (an embedded "
-            "model's call is waited for); finished work is kept"
-        )
+        say_stopping()
         raise
     finally:
         beat.cancel()

@@ -17,6 +17,7 @@ name for keeps its own in that language, and define.json lists it as unnamed.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Sequence
@@ -25,6 +26,7 @@ from typing import Any
 
 from ..data.export import write_json
 from ..errors import RuntimeFailure, StructuredOutputError
+from ..jobs.runner import say_stopping
 from ..llm import GenerateConfig, Message, Model
 from ..recipe import Dimension, Recipe, Value
 from ..recipe.languages import LANGUAGE_AXIS, base
@@ -466,6 +468,14 @@ async def define_run(run: Run, model: Model, *, force: bool = False) -> dict[str
     """Write one dimension file per dimension, in recipe order (so later dimensions are checked
     against earlier ones). Existing files are kept (they may hold human edits) unless
     ``force``. Writes RUN/define.json and returns the number of values per dimension."""
+    try:
+        return await _define_all(run, model, force)
+    except asyncio.CancelledError:
+        say_stopping()  # Ctrl-C: said at once, as in the other steps
+        raise
+
+
+async def _define_all(run: Run, model: Model, force: bool) -> dict[str, int]:
     enumerator = Enumerator(run, model)
     counts: dict[str, int] = {}
     reports: dict[str, Any] = {}
