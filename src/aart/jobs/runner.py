@@ -24,6 +24,7 @@ def say_stopping() -> None:
         "model's call is waited for); finished work is kept"
     )
 
+
 T = TypeVar("T")
 
 
