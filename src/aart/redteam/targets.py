@@ -44,7 +44,7 @@ from ..llm.types import parse_tool_calls
 from ..recipe.sandbox import BoundedSandbox
 from ..recipe.template import TemplateRefused, render
 from ..recipe.yamlsafe import load_bounded
-from ..redaction import remember
+from ..redaction import redact, remember
 from ..text.normalize import text_hash
 
 #: redirect statuses, and how many hops a target may take
@@ -83,15 +83,6 @@ def expand_env(text: str, where: str) -> str:
         return os.environ[m.group(1)]
 
     return _ENV_VAR.sub(sub, text)
-
-
-def mask(text: str, secrets: dict[str, str]) -> str:
-    """``text`` with each secret's value (in any case: a host is printed lower-cased) shown as
-    the ``${VAR}`` it came from."""
-    for var, value in secrets.items():
-        if len(value) >= 4:
-            text = re.sub(re.escape(value), f"${{{var}}}", text, flags=re.I)
-    return text
 
 
 def render_body(
@@ -291,12 +282,11 @@ class HTTPTargetAPI(ModelAPI):
         # host it goes to, checked here, before any call.
         self.url = expand_env(spec.url, "url")
         self.headers = {k: expand_env(v, f"header {k}") for k, v in spec.headers.items()}
-        secrets = {var: os.environ[var] for t in [spec.url, *spec.headers.values()]
-                   for var in _ENV_VAR.findall(t)}  # fmt: skip
         for text in [spec.url, *spec.headers.values()]:
             for var in _ENV_VAR.findall(text):
                 if not allowed(self.url, var, options.bound):
-                    raise ConfigError(mask(str(refuse(where, self.url, var)), secrets))
+                    # expand_env remembered each value: the message shows ${VAR}, never it
+                    raise ConfigError(redact(str(refuse(where, self.url, var))))
         #: the file sends a secret (a ${VAR} in its url or headers): no redirect off its origin
         self.templated = any(_ENV_VAR.search(t) for t in [spec.url, *spec.headers.values()])
         self._session: aiohttp.ClientSession | None = None

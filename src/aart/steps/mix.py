@@ -63,7 +63,10 @@ Restrict = Mapping[str, Mapping[str, Sequence[str]]]
 def allowed(restrict: Restrict, primary_value: str, axis: str, values: Sequence[str]) -> list[str]:
     """The values of ``axis`` a cell of ``primary_value`` may take, in ``values``' order."""
     only = restrict.get(primary_value, {}).get(axis)
-    return list(values) if only is None else [v for v in values if v in set(only)]
+    if only is None:
+        return list(values)
+    keep = set(only)
+    return [v for v in values if v in keep]
 
 
 def per_value(

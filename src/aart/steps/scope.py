@@ -203,9 +203,9 @@ def scope_run(run: Run, model_name: str, *, force: bool = False) -> Plan:
     path = run.path("blueprint.jsonl")
     values = {k: [v.value for v in vs] for k, vs in scoped_values(run).items()}
     notes = []
-    if run.recipe.scope.mix == "per-value":
-        check_restrict(run.recipe, values)
     if path.exists() and not force:
+        if run.recipe.scope.mix == "per-value":
+            check_restrict(run.recipe, values)  # build_blueprint checks it on the other path
         blueprint = run.read_blueprint()
         # the dimension files (or filters) edited since: rebuild the cells the edit affects
         blueprint, done = rescope(
@@ -221,20 +221,22 @@ def scope_run(run: Run, model_name: str, *, force: bool = False) -> Plan:
         run.db.set_meta(BUILT_FROM, json.dumps(values, ensure_ascii=False))
     plan = estimate(run, blueprint, model_name)
     plan.notes = notes
+    filter_notes: list[str] = []
     for name in run.recipe.dimensions:
-        every = [v.value for v in run.read_dimension(name)]
+        file_values = run.read_dimension(name)
+        every = [v.value for v in file_values]
         scoped = set(values[name])
         plan.available[name] = len(every)
         plan.filtered_out[name] = [v for v in every if v not in scoped]
         plan.unplanned[name] = [v for v in every if v in scoped and not plan.uses[name][v]]
         plan.not_in_file[name] = sorted(set(plan.uses[name]) - set(every))
-    plan.notes += weight_notes(run.recipe.scope.weights, values)
-    for name, f in run.recipe.scope.filters.items():
-        for key, entry in unmatched(run.read_dimension(name), f):
-            plan.notes.append(
+        f = run.recipe.scope.filters.get(name)
+        for key, entry in unmatched(file_values, f) if f is not None else ():
+            filter_notes.append(
                 f"scope.filters.{name}.{key}: {entry!r} is no value of {name} "
                 f"(dimensions/{name}.yaml); it {'keeps' if key == 'keep' else 'drops'} nothing"
             )
+    plan.notes += weight_notes(run.recipe.scope.weights, values) + filter_notes
     check_budget(run, plan)
     return plan
 
