@@ -357,6 +357,16 @@ def usage_line(u: dict[str, Any]) -> str:
     )
 
 
+def failures_note(u: dict[str, Any]) -> str:
+    """ ", N failed or invalid", and the calls a stop cut off apart: a Ctrl-C is no failure
+    (those calls are sent again on resume; a killed process's are counted as in flight)."""
+    note = f", {u['failed_calls']} failed or invalid"
+    cut = int(u.get("interrupted") or 0) + int(u.get("in_flight") or 0)
+    if cut:
+        note += f", {cut} cut off by a stop"
+    return note
+
+
 def failed_job_lines(failed: list[dict[str, str]], show: int = 3) -> list[tuple[str, Any]]:
     """The jobs that failed for good, the first few with their reason."""
     if not failed:

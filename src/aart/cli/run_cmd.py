@@ -18,6 +18,7 @@ from .common import (
     base_url_option,
     echo_kv,
     echo_samples,
+    failures_note,
     generation_lines,
     incomplete_line,
     min_fill_option,
@@ -157,7 +158,7 @@ def run_command(
         [
             *generation_lines(s),
             ("spent now", usage_line(now) + " (this invocation; a resume re-pays nothing)"),
-            ("run total", usage_line(u) + f", {u['failed_calls']} failed or invalid"),
+            ("run total", usage_line(u) + failures_note(u)),
             (
                 "tokens",
                 f"{u['prompt_tokens']:,} in, {u['completion_tokens']:,} out (run total)",

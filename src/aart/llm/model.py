@@ -31,6 +31,7 @@ from .storage import CallStore
 from .structured import parse_json, schema_errors
 from .transport.direct import DIRECT
 from .types import (
+    INTERRUPTED,
     Call,
     CallRecord,
     GenerateConfig,
@@ -517,7 +518,7 @@ class Model:
         spent = RawResponse("", Usage(estimate_tokens(messages), 0), "abandoned")
         self.store.record_call(
             CallRecord(self.name, ABANDONED, spent.usage.prompt_tokens, 0, 0.0, "abandoned",
-                       self.price.cost(spent.usage), "interrupted in flight (the run stopped)"),
+                       self.price.cost(spent.usage), INTERRUPTED),
             row,
         )  # fmt: skip
 

@@ -191,6 +191,10 @@ class Call:
     tools: tuple[ToolSpec, ...] = ()
 
 
+#: the error of a call cut off in flight by a stop (Ctrl-C, another job's stop): not a failure
+INTERRUPTED = "interrupted in flight (the run stopped)"
+
+
 @dataclass
 class CallRecord:
     """One paid call as the run store keeps it (never holds a secret)."""

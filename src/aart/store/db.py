@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..llm.types import CallRecord
+from ..llm.types import INTERRUPTED, CallRecord
 from ..types import RecordKind
 from .lock import DirLock, dir_lock
 
@@ -233,11 +233,13 @@ class RunDB:
         token, ``local_calls`` those to the embedded model."""
         row = self.conn.execute(
             "SELECT COUNT(*), COALESCE(SUM(prompt_tokens),0), COALESCE(SUM(completion_tokens),0),"
-            " COALESCE(SUM(cost),0), COALESCE(SUM(error IS NOT NULL),0),"
+            " COALESCE(SUM(cost),0),"
+            " COALESCE(SUM(error IS NOT NULL AND cache_key != ? AND error != ?),0),"
             " COALESCE(SUM(model LIKE 'http/%' OR model LIKE 'python/%'),0),"
-            " COALESCE(SUM(cache_key = ?),0), COALESCE(SUM(model LIKE 'local/%'),0)"
+            " COALESCE(SUM(cache_key = ?),0), COALESCE(SUM(model LIKE 'local/%'),0),"
+            " COALESCE(SUM(error = ?),0)"
             " FROM calls WHERE cache_key != ''",
-            (IN_FLIGHT,),
+            (IN_FLIGHT, INTERRUPTED, IN_FLIGHT, INTERRUPTED),
         ).fetchone()
         unpriced = [
             m
@@ -251,12 +253,15 @@ class RunDB:
             "prompt_tokens": row[1],
             "completion_tokens": row[2],
             "cost": None if unpriced else row[3],
+            # invalid answers and abandoned calls; not those a stop cut off (below)
             "failed_calls": row[4],
             "target_calls": row[5],
             "priced_cost": row[3],
             "unpriced": unpriced,
             # sent by a process killed before their answers came (tokens and cost unknown)
             "in_flight": row[6],
+            # cut off by a stop (Ctrl-C) and recorded as such: sent again on resume
+            "interrupted": row[8],
             # to the embedded model (llama.cpp on this machine): not paid for
             "local_calls": row[7],
         }
