@@ -128,8 +128,8 @@ CARRYING = {
 }
 # the cell line without the region's own name (the writer's place names it)
 NO_REGION = (
-    "format: {{ cell.task_formats }} | crime: {{ cell.policy_concepts }} | region: {{ cell.regions }} | writer:",
-    "format: {{ cell.task_formats }} | crime: {{ cell.policy_concepts }} | writer:",
+    "| region: {{ cell.regions }} | writer:",
+    "| writer:",
 )
 
 
@@ -158,6 +158,7 @@ def balanced(queries: int, attempts: int) -> dict[str, Any]:
         "sample": None,
         "attempts": attempts,
         "queries_per_attempt": queries,
+        "restrict": None,
     }
 
 

@@ -107,7 +107,11 @@ def test_every_cell_names_a_writer_in_a_place_of_its_region(small):
     ]
     for c, f, r in product(*values):
         line = cell_line(small, {"policy_concepts": c, "task_formats": f, "regions": r})
-        assert line.startswith(f"format: {f} | crime: {c} | region: {r} | writer: ")
+        assert line.startswith(f"format: {f} | crime: ") and f" | region: {r} | writer: " in line
+        # the crime as the act it names ("dump waste illegally"), which Step 3 accepts for it
+        act = line.split(" | crime: ")[1].split(" | region: ")[0]
+        assert act != c, line
+        assert v.mentions(act, "policy_concepts", c), (line, act)
         writer = line.split("| writer: ")[1]
         who, place = writer.rsplit(" in ", 1)
         assert v.mentions(place, "regions", r) and r not in place.lower(), (line, place)
@@ -164,7 +168,7 @@ def test_the_small_size_neither_forces_the_values_words_nor_shows_rejected_promp
     attempt = Attempt.of("a1", [cell], avoid={"0": [rejected]})
     user = render_messages(small, attempt)[-1].content
     assert "using the value's words" not in user and rejected not in user
-    assert "format: email | crime: arson | region: eastern africa" in user
+    assert "format: email | crime: commit arson | region: eastern africa" in user
     full = load_recipe("aart-demo").recipe
     assert full.generate.name_values and full.generate.avoid_hint
     user = render_messages(full, attempt)[-1].content
@@ -195,3 +199,20 @@ def test_the_token_bench_variants_load_and_keep_the_18_cells(tmp_path):
         assert set(per_axis["policy_concepts"].values()) == {3}, name
         per_call = {a.queries for a in blueprint}
         assert per_call == {recipe.scope.queries_per_attempt}, name
+
+
+def test_each_crime_keeps_to_the_kinds_of_text_that_serve_it(small):
+    """The size's scope.restrict: blind readers marked a text message for an arson how-to
+    or an online ad for a burglary not real (docs/benchmarks.md, rounds 8 and 9), so each
+    crime's cells take their formats from its list, at any seed, and still fill 18 cells."""
+    from aart.steps.scope import build_blueprint
+
+    allowed = {c: set(r["task_formats"]) for c, r in small.scope.restrict.items()}
+    assert set(allowed) == {v.value for v in small.dimensions["policy_concepts"].values or []}
+    values = {d: [v.value for v in dim.values or []] for d, dim in small.dimensions.items()}
+    for seed in range(5):
+        recipe = small.model_copy(update={"scope": small.scope.model_copy(update={"seed": seed})})
+        cells = [c for a in build_blueprint(recipe, values) for c in a.cells]
+        assert len(cells) == 18
+        assert all(c["task_formats"] in allowed[c["policy_concepts"]] for c in cells), seed
+    assert "arson" in allowed and "text message" not in allowed["arson"]
