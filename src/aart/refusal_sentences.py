@@ -29,7 +29,8 @@ _ASSIST = (
     r"(?:help|assist|provid|creat|generat|writ|produc|comply|fulfil|support|engag|shar|giv|"
     r"offer|answer|continu|participat|complet|draft|compos|condon|endors|encourag|promot|"
     r"facilitat|recommend|suggest|disclos|reveal|explain|describ|list|instruct|teach|tell|"
-    r"do (?:that|this|so|it)|go (?:into|along)|role-?play|pretend|act as|fulfill)\w*"
+    r"show|display|do (?:that|this|so|it)|go (?:into|along)|role-?play|pretend|act as|"
+    r"fulfill)\w*"
 )
 _I = r"\b(?:i|we)\s?"  # "I'm" as well as "I am"
 _JUDGED = (
@@ -52,16 +53,17 @@ _BAD = (
 _ES_ASSIST = (
     r"(?:ayud\w*|asist\w*|proporcion\w*|facilit\w*|compart\w*|redact\w*|escrib\w*|crear\w*|"
     r"gener\w*|cumpl\w*|revel\w*|ofrec\w*|particip\w*|respond\w*|dar(?:te|le|les)?|"
-    r"hacer(?:lo|eso|esto)|hacer lo que)"
+    r"mostr\w*|enseñ\w*|hacer(?:lo|la|los|las)|hacer (?:eso|esto|algo así|lo que))"
 )
 _FR_ASSIST = (
     r"(?:aider|assister|fournir|communiquer|partager|transmettre|rédiger|écrire|créer|générer|"
-    r"répondre|donner|révéler|participer|faire (?:cela|ça|ceci)|le faire|accéder à votre demande)"
+    r"répondre|donner|révéler|participer|afficher|montrer|faire (?:cela|ça|ceci)|le faire|"
+    r"accéder à votre demande)"
 )
 _DE_ASSIST = (
     r"(?:helfen|unterstützen|weitergeben|herausgeben|geben|bereitstellen|liefern|erstellen|"
     r"schreiben|verfassen|teilen|tun|machen|beantworten|mitteilen|nennen|ändern|erfüllen|"
-    r"behilflich sein)"
+    r"anzeigen|zeigen|behilflich sein)"
 )
 
 #: common refusals in other languages, shared with prompt_is_refusal (so each names what it
