@@ -60,9 +60,10 @@ $(PROMPTFOO_DIR)/.installed:
 interop-tools: $(GARAK_DIR)/.installed $(PROMPTFOO_DIR)/.installed
 
 # The demo's 18 cells on the embedded 1.5B: a cell or three may stay empty after the top-ups
-# (docs/benchmarks.md); fewer than 80% filled still stops it with exit 5.
+# (docs/benchmarks.md); fewer than 80% filled still stops it with exit 5. A demo run of an
+# earlier version of the recipe is moved to $(DEMO_OUT).old-N; an interrupted one resumes.
 demo: install
-	$(VENV)/bin/aart run aart-demo --size small --out $(DEMO_OUT) --min-fill 0.8
+	$(VENV)/bin/aart run aart-demo --size small --out $(DEMO_OUT) --min-fill 0.8 --set-aside-old
 	$(VENV)/bin/aart evaluate $(DEMO_OUT)/dataset.jsonl --run $(DEMO_OUT) --report $(DEMO_OUT)/evaluation
 	$(VENV)/bin/aart attack $(DEMO_OUT)/dataset.jsonl --target local/default --judge refusal \
 		--sample 12 --max-tokens 120 --out $(DEMO_OUT)/attack

@@ -100,6 +100,28 @@ def test_the_dry_run_says_when_the_run_would_be_refused(mini_recipe, tmp_path):
     assert aart("run", mini_recipe, "--out", out, "--dry-run").returncode == 0  # its own
 
 
+def test_set_aside_old_moves_a_run_of_another_recipe_and_resumes_its_own(mini_recipe, tmp_path):
+    # `make demo` after an upgrade changed the demo recipe: it refused, "already holds a run
+    # of a different recipe"; with --set-aside-old the old run is kept whole beside it
+    out = tmp_path / "run"
+    assert aart("run", mini_recipe, "--out", out).returncode == 0
+    first = (out / "dataset.jsonl").read_text()
+    r = aart("run", mini_recipe, "--out", out, "--set-aside-old")
+    assert r.returncode == 0 and "moved to" not in r.stdout  # its own run resumes
+    assert not (tmp_path / "run.old-1").exists()
+    other = write_recipe(tmp_path, MINI_RECIPE.replace("name: mini", "name: other"), "other.yaml")
+    assert aart("run", other, "--out", out).returncode == 2  # refused without the flag
+    r = aart("run", other, "--out", out, "--set-aside-old", "--dry-run")
+    assert r.returncode == 0 and "would move it aside" in r.stdout
+    assert not (tmp_path / "run.old-1").exists()  # a dry run moves nothing
+    r = aart("run", other, "--out", out, "--set-aside-old")
+    assert r.returncode == 0 and f"moved to {tmp_path / 'run.old-1'}" in r.stdout, r.stdout
+    assert (tmp_path / "run.old-1" / "dataset.jsonl").read_text() == first
+    assert "name: other" in (out / "recipe.yaml").read_text()
+    r = aart("run", mini_recipe, "--out", out, "--set-aside-old")
+    assert r.returncode == 0 and (tmp_path / "run.old-2").exists()
+
+
 def test_recipes_and_init(tmp_path):
     r = aart("recipes")
     assert "aart-demo" in r.stdout

@@ -85,6 +85,13 @@ def dry_run_text(e: dict[str, Any]) -> str:
     help="Estimate calls, tokens, cost and time, check the budget; spend nothing.",
 )
 @click.option("--json", "as_json", is_flag=True, help="With --dry-run: the estimate as JSON.")
+@click.option(
+    "--set-aside-old",
+    is_flag=True,
+    help="When --out holds a run of a different recipe (edited, or changed by an upgrade), "
+    "move it to OUT.old-N and start over instead of refusing; a run of the same recipe "
+    "resumes as always. `make demo` uses it.",
+)
 @base_url_option
 @mix_models_option
 @min_fill_option
@@ -97,6 +104,7 @@ def run_command(
     no_cache: bool,
     dry_run: bool,
     as_json: bool,
+    set_aside_old: bool,
     base_url: str | None,
     mix_models: bool,
     min_fill: float,
@@ -117,10 +125,18 @@ def run_command(
             sys.exit(BudgetError.exit_code)
         # the refusal the real run would meet, said now (the directory is only read)
         refused = Run.refusal(out or pipeline.default_out(recipe, size), recipe, size)
-        if refused:
+        if refused and set_aside_old:
+            click.echo(f"note: {refused.split('; what differs')[0]}; the run would move it aside")
+        elif refused:
             click.echo(f"error: {refused}", err=True)
             sys.exit(UsageError.exit_code)
         return
+
+    if set_aside_old:
+        where = out or pipeline.default_out(recipe, size)
+        moved = Run.set_aside(where, recipe, size)
+        if moved is not None:
+            click.echo(f"note: {where} held a run of a different recipe; moved to {moved}")
 
     def show_plan(plan: Plan) -> None:
         click.echo("blueprint:")

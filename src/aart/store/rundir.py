@@ -149,6 +149,32 @@ class Run:
             run.close()
 
     @classmethod
+    def set_aside(
+        cls, root: str | Path, recipe: str | Path, size: str | None = None
+    ) -> Path | None:
+        """When ``root`` holds a started run of a different recipe (one that
+        :meth:`create_or_resume` would refuse), move it whole to ``<root>.old-N`` and return
+        that path, so a fresh run can start in ``root``; None when there is nothing to move
+        (no run, or one this recipe resumes). Nothing is deleted; a directory another aart
+        process is working in is left alone (RunInUse)."""
+        root = Path(root)
+        if not ((root / "recipe.yaml").exists() and (root / "run.db").exists()):
+            return None
+        lock = dir_lock(root)
+        lock.acquire()  # raises RunInUse rather than move a directory in use
+        try:
+            if cls.refusal(root, recipe, size) is None:
+                return None
+            n = 1
+            while root.with_name(f"{root.name}.old-{n}").exists():
+                n += 1
+            moved = root.with_name(f"{root.name}.old-{n}")
+            root.rename(moved)
+            return moved
+        finally:
+            lock.release()
+
+    @classmethod
     def _open(cls, root: Path, lock: bool | str | DirLock) -> Run:
         db = RunDB(root / "run.db", lock=lock)
         try:
