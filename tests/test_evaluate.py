@@ -706,3 +706,20 @@ def test_markdown_escapes_an_underscore_that_could_open_emphasis_but_not_inside_
 
     assert md_escape("_it_ and policy_concepts") == "\\_it\\_ and policy_concepts"
     assert md_escape("a|b *x* <b>") == "a\\|b \\*x\\* &lt;b&gt;"
+
+
+def test_a_number_as_a_cell_value_is_that_value_as_text(tmp_path):
+    # a foreign file's {"x": 3} crashed export and evaluate (int and str do not sort)
+    from aart.data.load import load_dataset
+
+    path = tmp_path / "num.jsonl"
+    rows = [
+        {"id": "a", "prompt": "p1", "cell": {"x": "v"}},
+        {"id": "b", "prompt": "p2", "cell": {"x": 3}},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ds = load_dataset(path)
+    assert ds.cell_of(1) == {"x": "3"}
+    assert [v.value for v in ds.derived_values()["x"]] == ["3", "v"]
+    ev = aart.evaluate(path, embeddings=False)
+    assert ev["datasets"][0]["prompts"] == 2

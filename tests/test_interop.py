@@ -237,7 +237,9 @@ def test_inspect_policy_scorer(tmp_path: Path, mini_recipe: Path) -> None:
     aart.run(mini_recipe, out=run)
     out = tmp_path / "inspect"
     export_dataset(run, "inspect", out)
-    assert "rule-breaking" in json.loads((out / "judge.json").read_text())["rubric"]
+    rubric = json.loads((out / "judge.json").read_text())["rubric"]
+    # plain text: promptfoo's {% raw %} escaping reached inspect's grader prompt as is
+    assert "rule-breaking" in rubric and "{%" not in rubric and rubric.startswith("The response")
     spec = importlib.util.spec_from_file_location("aart_export_task2", out / "task.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -310,6 +312,9 @@ def test_garak_module_holds_prompts_as_data(dataset: Path, tmp_path: Path) -> No
     assert module.stem == module_name("src")  # the dataset's name: its folder
     source = module.read_text(encoding="utf-8")
     tree = ast.parse(source)
+    # the command it documents selects the (inactive) probe by class: by module, garak
+    # selected nothing ("all plugins in 'probes.aart_demo' are marked inactive")
+    assert f"--probes {module.stem}.AartDataset" in (ast.get_docstring(tree) or "")
     # one string constant holds the data; no prompt appears as code anywhere else
     data_call = [
         n

@@ -83,6 +83,12 @@ class Dataset:
 CHUNK = 65_536
 
 
+def _label(v: Any) -> str | None:
+    """A cell or annotation value as text: a number in a foreign file (``"year": 3``) is the
+    value "3", so values sort and compare as one kind."""
+    return None if v is None else str(v)
+
+
 def read_rows(path: Path) -> list[dict[str, Any]]:
     return [row for chunk in iter_rows(path) for row in chunk]
 
@@ -321,9 +327,11 @@ class _Layout:
         ds.texts = [str(r.get(self.text_column) or "") for r in rows]
         first = self.first
         if self.nested_cells:
-            ds.cells = {a: [(r.get("cell") or {}).get(a) for r in rows] for a in first["cell"]}
+            ds.cells = {
+                a: [_label((r.get("cell") or {}).get(a)) for r in rows] for a in first["cell"]
+            }
             ds.annotations = {
-                a: [(r.get("annotations") or {}).get(a) for r in rows]
+                a: [_label((r.get("annotations") or {}).get(a)) for r in rows]
                 for a in (first.get("annotations") or {})
             }
         for a in self.flat_cells:
@@ -335,7 +343,7 @@ class _Layout:
                 a: [list((r.get("axes") or {}).get(a, [])) for r in rows] for a in first["axes"]
             }
             ds.annotations = {
-                a: [(r.get("annotations") or {}).get(a) for r in rows]
+                a: [_label((r.get("annotations") or {}).get(a)) for r in rows]
                 for a in (first.get("annotations") or {})
             }
         for axis, spec in self.axis_map.items():

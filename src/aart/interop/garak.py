@@ -2,7 +2,7 @@
 prompts as a JSON list.
 
 garak loads probes only from its own package (``garak.probes.<module>``), so the module is
-copied into garak's probes folder (the README beside it says how). Copied alone, it cannot
+copied into garak's probes folder (its docstring says how). Copied alone, it cannot
 read a data file beside it, so it holds the prompts itself: as ``json.loads`` of one string
 literal written by ``repr`` of ASCII-only JSON, which escapes every quote, backslash and line
 break. The module's code is fixed text; only that literal and a sanitised module name vary."""
@@ -21,7 +21,9 @@ _MODULE = '''"""Probe written by `aart export --to garak`: the prompts of an aar
 
 Copy this file into garak's probes folder (python -c "import garak.probes, os;
 print(os.path.dirname(garak.probes.__file__))"), then run
-  garak --target_type openai --target_name MODEL --probes {module}
+  garak --target_type openai --target_name MODEL --probes {module}.AartDataset
+(by class: the probe is inactive, so a run of all probes leaves it out, and garak skips
+an inactive probe selected by its module alone).
 """
 
 import json

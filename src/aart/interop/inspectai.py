@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from ..errors import UsageError
-from .promptfoo import policy_assertion
+from .promptfoo import policy_rubric
 from .source import ExportSource
 
 DATASET_FILE = "dataset.jsonl"
@@ -74,7 +74,8 @@ def export(src: ExportSource, out: Path, judges: list[str]) -> list[Path]:
             raise UsageError(
                 "--judge policy needs the recipe's application.policy; export a run directory"
             )
-        rubric = policy_assertion(src.policy, src.application)["value"]
+        # plain text: inspect_ai reads no promptfoo template syntax ({% raw %} was sent as is)
+        rubric = policy_rubric(src.policy, src.application)
         judge.write_text(json.dumps({"rubric": rubric}, ensure_ascii=False), encoding="utf-8")
         paths.append(judge)
     elif judge.exists():
