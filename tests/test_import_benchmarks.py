@@ -253,6 +253,15 @@ def test_agentdojo_cases_and_criteria():
     assert combined["utility"]["call"]["tool"] == "get_most_recent_transactions"
 
 
+def test_agentdojo_from_a_relative_path(monkeypatch):
+    # `aart import agentdojo agentdojo` crashed: a found file's path was made relative to the
+    # checkout's path as given ("is not in the subpath of 'agentdojo'")
+    whole = import_benchmark("agentdojo", FIXTURES / "agentdojo").lines
+    monkeypatch.chdir(FIXTURES)
+    assert import_benchmark("agentdojo", Path("agentdojo")).lines == whole
+    assert import_benchmark("agentdojo", Path("./agentdojo/")).lines == whole
+
+
 def test_agentdojo_versions_and_attacks():
     v11 = {x["id"]: x for x in _cases("agentdojo", split="v1.1")}
     assert (
@@ -428,3 +437,10 @@ def test_round_trip_through_export_and_evaluate(tmp_path):
     assert r.exit_code == 0, r.output
     summary = json.loads((tmp_path / "ev.json").read_text())
     assert "injection_task" in json.dumps(summary)
+
+
+def test_an_import_that_converts_nothing_says_why(tmp_path):
+    # `--subset qa` alone said only "no case could be converted (0 read; skipped: none)"
+    out = str(tmp_path / "b.jsonl")
+    r = _run("import", "bipia", str(FIXTURES / "bipia"), "--subset", "qa", "--out", out)
+    assert r.returncode == 2 and "qa/test.jsonl is not in the checkout" in r.stderr, r.stderr

@@ -96,9 +96,10 @@ def import_command(
     written = write_dataset(lines, out)
     seconds = time.perf_counter() - began
     if not written:
+        notes = "".join(f"; {what}" for what in sorted(t.notes))
         raise UsageError(
             f"{path}: no case of {t.benchmark} could be converted "
-            f"({t.read} read; skipped: {dict(t.skipped) or 'none'})"
+            f"({t.read} read; skipped: {dict(t.skipped) or 'none'}){notes}"
         )
     click.echo(
         f"{t.benchmark}: {t.read} cases read, {written} converted "

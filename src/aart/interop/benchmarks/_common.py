@@ -10,7 +10,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ...errors import UsageError
@@ -79,6 +79,11 @@ class Checkout:
         if p != self._real and self._real not in p.parents:
             raise CheckoutError(f"{self.root / rel}: leads outside the checkout; refused")
         return p
+
+    def rel(self, p: Path) -> str:
+        """``p`` (a path :meth:`path` gave, or a file found under one) as the checkout-relative
+        text :meth:`path` takes, whether the checkout was given as a relative path or not."""
+        return str(PurePosixPath(p.resolve().relative_to(self._real)))
 
     def exists(self, rel: str) -> bool:
         try:

@@ -565,7 +565,7 @@ def _runs(co: Checkout, suite: str, tally: Tally) -> dict[str, list[str]]:
                 logs = sorted(adir.glob("injection_task_*.json"))
                 if not logs:
                     continue
-                rel = str(PurePosixPath(logs[0].relative_to(co.root)))
+                rel = co.rel(logs[0])
                 try:
                     if logs[0].stat().st_size > _MAX_RUN_LOG:
                         continue
@@ -783,7 +783,7 @@ def _tool_specs(co: Checkout, base: str, suite: str, tally: Tally) -> list[ToolS
     tools_dir = co.path(f"{base}/default_suites/v1/tools")
     if tools_dir.is_dir():
         for f in sorted(tools_dir.glob("*.py")):
-            module = co.python(str(PurePosixPath(f.relative_to(co.root))))
+            module = co.python(co.rel(f))
             funcs.update({n.name: n for n in module.body if isinstance(n, ast.FunctionDef)})
     specs = []
     for name in names:
