@@ -15,6 +15,7 @@ import pytest
 from conftest import MINI_RECIPE, db_value, vllm_run_batch, wait_until, write_recipe
 
 import aart
+from aart.errors import UsageError
 from aart.llm.batch import BatchSettings
 from aart.testing import FakeOpenAIServer
 
@@ -319,11 +320,37 @@ def test_an_answer_for_a_model_the_command_does_not_use_is_not_paid_at_no_price(
         # imported by a command generating with another model: openai/fake's answers would
         # be paid at a price this command does not know (nothing), so they are not taken
         with caplog.at_level("WARNING", logger="aart"):
-            result = aart.batch_export(out, import_from=results, model="openai/other")
+            with pytest.raises(UsageError, match="nothing imported"):
+                aart.batch_export(out, import_from=results, model="openai/other")
         notes = [r.getMessage() for r in caplog.records]
         assert any("an answer for openai/fake, which this command does not use" in n for n in notes)
-        assert result.imported == (0, len(results.read_text().splitlines()))
         assert calls(out) == []
+        # the requests still wait for the right command
+        result = aart.batch_export(out, import_from=results, model="openai/fake")
+        assert result.imported == (len(results.read_text().splitlines()), 0)
+
+
+def test_an_empty_or_cut_short_results_file_imports_nothing_and_says_so(tmp_path):
+    # it said "imported 0 answers", exited 0, marked the batch imported and wrote the same
+    # requests again, as often as it was run
+    with FakeOpenAIServer() as server:
+        recipe = batch_recipe(tmp_path, server)
+        out = tmp_path / "files"
+        aart.define(recipe, out)
+        aart.scope(out)
+        path = aart.batch_export(out).exported[0][0]
+        empty = tmp_path / "empty.jsonl"
+        empty.write_text("")
+        cut = tmp_path / "cut.jsonl"
+        cut.write_text('{"id": "batch_req_1", "custom_id": "')
+        cli = [sys.executable, "-m", "aart", "batch", "import", str(out)]
+        for results in (empty, cut):
+            r = subprocess.run([*cli, str(results)], capture_output=True, text=True, timeout=120)
+            assert r.returncode == 2 and "nothing imported" in r.stderr, r.stderr
+        assert sorted(p.name for p in (out / "batches").glob("requests-*.jsonl")) == [path.name]
+        results = path.with_name("results-" + path.name)
+        vllm_run_batch(server.base_url, path, results)
+        assert aart.batch_export(out, import_from=results).imported[0] > 0
 
 
 def test_a_batch_whose_format_is_rejected_asks_again_in_the_next_mode(tmp_path):

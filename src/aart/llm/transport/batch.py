@@ -375,6 +375,15 @@ class BatchTransport:
         queued again)."""
         with path.open("rb") as f:
             stored = self.store_lines(f, str(path))
+        waiting = [b for b in self.tables.open() if b.id.startswith(EXPORT)]
+        if not stored and waiting:
+            # an empty, truncated or unrelated file: the requests stay waiting for it
+            raise UsageError(
+                f"{path}: no answer to a waiting request in it (empty, cut short, the output "
+                "of other requests, or answers of a model this command does not use, see the "
+                f"notes above); nothing imported, {sum(b.requests for b in waiting)} requests "
+                "still wait: give the output file of `vllm run-batch` for them"
+            )
         left = 0
         for b in self.tables.open():
             if b.id.startswith(EXPORT):
