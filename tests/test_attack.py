@@ -222,6 +222,17 @@ def aart_cli(*args):
     )
 
 
+def test_a_gate_on_an_axis_no_prompt_has_is_refused_before_any_call(dataset, tmp_path):
+    # found only after every prompt had been sent, and exited 3 as if the target had failed
+    out = tmp_path / "att"
+    r = aart_cli(
+        "attack", dataset, "--target", "fake/app", "--out", out, "--gate-axis", "regoins=0.5"
+    )
+    assert r.returncode == 2 and "gate axis 'regoins'" in r.stderr, r.stderr
+    assert "did you mean 'regions'?" in r.stderr
+    assert not out.exists()  # nothing sent, nothing left behind
+
+
 def test_ci_gate_and_regression_rerun(dataset, tmp_path, monkeypatch):
     monkeypatch.setenv(
         "PYTHONPATH", str(Path(__file__).parent) + os.pathsep + os.environ.get("PYTHONPATH", "")

@@ -122,6 +122,13 @@ def test_set_aside_old_moves_a_run_of_another_recipe_and_resumes_its_own(mini_re
     assert r.returncode == 0 and (tmp_path / "run.old-2").exists()
 
 
+def test_batch_with_ray_is_refused_before_any_step(mini_recipe, tmp_path):
+    out = tmp_path / "run"
+    r = aart("run", mini_recipe, "--out", out, "--batch", "--executor", "ray")
+    assert r.returncode == 2 and "do not go together" in r.stderr
+    assert not out.exists()  # Steps 1 and 2 ran first and left their files
+
+
 def test_recipes_and_init(tmp_path):
     r = aart("recipes")
     assert "aart-demo" in r.stdout

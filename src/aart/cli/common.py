@@ -78,6 +78,9 @@ def scale_options(f: Any) -> Any:
     ) -> Any:
         if executor != "ray" and (ray_address or ray_cpus):
             raise click.UsageError("--ray-address and --ray-cpus go with --executor ray")
+        if batch and executor == "ray":
+            # said before any step runs (it was said by Step 3, after Steps 1 and 2)
+            raise click.UsageError("--batch and --executor ray do not go together: choose one")
         return f(
             *args,
             batch=BatchSettings(poll=batch_poll) if batch else None,

@@ -144,6 +144,7 @@ class AttackSession:
         spec = self.spec
         if not self.records:
             raise UsageError(f"{spec.dataset} holds no prompts")
+        _check_gate_axes(spec.gate_axes, self.records)
         # how the calls travel (direct, batch or Ray: one or the other), started in _build
         self.execution = Execution.of(spec.batch, spec.ray)
         self._build(None, spec.budget())
@@ -552,3 +553,19 @@ class AttackSession:
             write_results(results, self.out)
             if self.report is not None:
                 self.report(findings, self.out)
+
+
+def _check_gate_axes(gate_axes: dict[str, float], records: list[dict[str, Any]]) -> None:
+    """A gate rule on an axis no prompt has could never pass: refused before any call (it
+    was found after every prompt had been sent, and exited 3 as if the target had failed)."""
+    import difflib
+
+    axes = sorted({str(a) for r in records for a in r["cell"]})
+    for axis in gate_axes:
+        if axis not in axes:
+            near = difflib.get_close_matches(axis, axes, n=1)
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            raise UsageError(
+                f"gate axis {axis!r}: no prompt of the dataset has it; {hint}its axes are "
+                f"{', '.join(axes) or 'none'} (fix --gate-axis or attack.gate.axes)"
+            )
