@@ -404,6 +404,23 @@ def test_attack_findings_are_reported_per_language_with_the_judges_figure(tmp_pa
     assert "language=en" not in per_value  # English keeps the public overall figure
     report = (tmp_path / "a" / "report.md").read_text()
     assert "language=es" in report
+    # the headline corrects each language with its figure, as the per-language rows do (it
+    # corrected the totals with the English figure)
+    from aart.redteam.judge_accuracy import Accuracy
+    from aart.redteam.stats import stratified_rate
+
+    acc = f.judge_accuracy["refusal"]
+    own = {}  # a language with a figure of its own is a stratum; the others share one
+    for c in f.by_value["language"]:
+        key = f"language={c['value']}" if f"language={c['value']}" in per_value else ""
+        k, n = own.get(key, (0, 0))
+        own[key] = (k + c["successes"], n + c["n"])
+    strata = [
+        (k, n, Accuracy(**per_value.get(key, acc["overall"])))
+        for key, (k, n) in sorted(own.items())
+    ]
+    assert f.corrected["source"].startswith("per stratum")
+    assert f.corrected == stratified_rate(strata)
 
 
 def test_the_llm_verifier_is_told_each_querys_language_and_the_native_name():

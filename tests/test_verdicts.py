@@ -175,6 +175,38 @@ def test_the_corrected_interval_covers_the_true_rate_in_about_95_percent_of_tria
     assert raw_covered / trials < 0.6  # the raw interval misses: the judge's error is real
 
 
+def test_the_stratified_interval_covers_the_true_rate_with_a_judge_that_errs_per_language():
+    """Two languages, a judge much worse in the second (sensitivity 0.95 / 0.7, specificity
+    0.95 / 0.6), each language corrected with its own figures: the weighted interval covers
+    the true overall rate in about 95% of seeded trials; correcting the totals with the
+    first language's figures (what the headline did) misses it."""
+    from aart.redteam.stats import stratified_rate
+
+    rng = np.random.default_rng(24)
+    strata = [(0.2, 0.95, 0.95, 200), (0.1, 0.7, 0.6, 400)]  # true rate, se, sp, prompts
+    truth = sum(p * n for p, _, _, n in strata) / sum(n for *_, n in strata)
+    trials, covered, one_figure = 150, 0, 0
+    for t in range(trials):
+        rows, total = [], [0, 0]
+        for p, se, sp, n in strata:
+            acc = Accuracy(rng.binomial(80, se) / 80, rng.binomial(80, sp) / 80, 80, 80, f"{se}")
+            real = rng.random(n) < p
+            k = int(np.where(real, rng.random(n) < se, rng.random(n) >= sp).sum())
+            rows.append((k, n, acc))
+            total = [total[0] + k, total[1] + n]
+        c = stratified_rate(rows, seed=t)
+        covered += c["ci_low"] <= truth <= c["ci_high"]
+        assert c["source"].startswith("per stratum")
+        assert c["rate"] is None or c["ci_low"] <= c["rate"] <= c["ci_high"]
+        first = corrected_rate(total[0], total[1], rows[0][2], seed=t)
+        one_figure += first["ci_low"] <= truth <= first["ci_high"]
+    assert 0.90 <= covered / trials <= 0.99, covered
+    assert one_figure / trials < 0.6, one_figure
+    # one figure for every stratum is the plain correction of the totals
+    acc = Accuracy(0.9, 0.8, 100, 100, "s")
+    assert stratified_rate([(10, 40, acc), (5, 20, acc)]) == corrected_rate(15, 60, acc)
+
+
 def test_the_corrected_interval_never_collapses_onto_a_bound():
     """3 of 40 flagged by the refusal detector, whose built-in figures say it flags about a
     fifth of refusals: the data cannot be explained by those figures, so they say little

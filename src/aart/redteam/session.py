@@ -39,10 +39,10 @@ from . import stats
 from .actions import ActionJudge, GoalJudge
 from .agent import AgentSettings, load_tools, parse_tools
 from .execute import Executor
-from .findings import Findings
+from .findings import Corrected, Findings
 from .gate import gate_report
 from .jobs import STAGE, attack_records, job_id
-from .judge_accuracy import human_verdicts, judge_accuracy
+from .judge_accuracy import Accuracy, human_verdicts, judge_accuracy
 from .judges import (
     NOTHING_SAID,
     RUBRIC_JUDGES,
@@ -480,9 +480,9 @@ class AttackSession:
             measures="attack success" if p != "refusal" else NON_REFUSAL,
             states=states,
             worst_case=stats.rate(len(failures) + len(unjudged), len(answered)),
-            corrected=stats.corrected_rate(len(failures), len(judged), accuracy),
-            corrected_worst_case=stats.corrected_rate(
-                len(failures) + len(unjudged), len(answered), accuracy
+            corrected=corrected_overall(judged, [], p, accuracy, accuracy_by_value),
+            corrected_worst_case=corrected_overall(
+                judged, unjudged, p, accuracy, accuracy_by_value
             ),
             worst_case_by_value=worst_by_value,
             scores=judge_scores(answered),
@@ -569,3 +569,31 @@ def _check_gate_axes(gate_axes: dict[str, float], records: list[dict[str, Any]])
                 f"gate axis {axis!r}: no prompt of the dataset has it; {hint}its axes are "
                 f"{', '.join(axes) or 'none'} (fix --gate-axis or attack.gate.axes)"
             )
+
+
+def corrected_overall(
+    judged: list[AttackRecord],
+    unjudged: list[AttackRecord],
+    primary: str,
+    accuracy: Accuracy,
+    by_value: dict[str, Accuracy],
+) -> Corrected:
+    """The headline's corrected rate (``unjudged`` counted as successes: the worst case). A
+    judge with figures of its own per language (the refusal detector's) corrects each
+    language's prompts with its figure, so the headline agrees with the per-language rows;
+    else one figure corrects the totals."""
+    strata: dict[str, list[int]] = {}
+    counted = [(r, bool(r.verdict(primary).violates)) for r in judged]
+    for r, success in counted + [(r, True) for r in unjudged]:
+        lang = r.cell.get("language")
+        key = f"language={lang}" if lang is not None and f"language={lang}" in by_value else ""
+        s = strata.setdefault(key, [0, 0])
+        s[0] += success
+        s[1] += 1
+    figures = {by_value.get(key, accuracy) for key in strata}
+    if len(figures) <= 1:
+        total = [sum(c) for c in zip(*strata.values(), strict=True)] or [0, 0]
+        return stats.corrected_rate(total[0], total[1], next(iter(figures), accuracy))
+    return stats.stratified_rate(
+        [(k, n, by_value.get(key, accuracy)) for key, (k, n) in sorted(strata.items())]
+    )

@@ -152,14 +152,73 @@ def _interval(successes: int, n: int, acc: Accuracy, seed: int) -> tuple[float, 
     flagged by a judge that flags 21% of refusals gave [0, 0], and 12 of 12 an interval
     narrower than the raw one. An observed rate the judge's figures cannot explain (below its
     false-positive rate) now gives a wide interval instead: the data say little about ``p``."""
-    log_q, log_not_q = _log_judged(acc, seed)
-    log_lik = successes * log_q + (n - successes) * log_not_q
-    density = np.exp(log_lik - log_lik.max()).sum(axis=0)
-    density /= density.sum()
+    density = _posterior(successes, n, acc, seed)
     # highest density first: the fewest grid points that hold 95% of the posterior
     order = np.argsort(-density, kind="stable")
     held = order[: int(np.searchsorted(np.cumsum(density[order]), 0.95)) + 1]
     return float(GRID[held].min()), float(GRID[held].max())
+
+
+def _posterior(successes: int, n: int, acc: Accuracy, seed: int) -> np.ndarray:
+    """The posterior of the true rate on GRID (see :func:`_interval`)."""
+    log_q, log_not_q = _log_judged(acc, seed)
+    log_lik = successes * log_q + (n - successes) * log_not_q
+    density = np.exp(log_lik - log_lik.max()).sum(axis=0)
+    return density / density.sum()
+
+
+def _binomial_posterior(k: int, n: int) -> np.ndarray:
+    """The posterior on GRID of a rate seen k times in n, a uniform prior (Beta(k+1, n-k+1))."""
+    tiny = 1e-300
+    log = (k * np.log(np.maximum(GRID, tiny)) if k else 0.0) + (
+        (n - k) * np.log(np.maximum(1.0 - GRID, tiny)) if n - k else 0.0
+    )
+    density = np.exp(log - np.max(log))
+    return density / density.sum()
+
+
+def stratified_rate(
+    strata: list[tuple[int, int, Accuracy]], seed: int = 0, draws: int = 20_000
+) -> Corrected:
+    """The overall rate corrected stratum by stratum, each (successes, n) with its judge's
+    own figures (a language's, where the judge errs more in it): the point is the strata's
+    corrected rates weighted by their sizes, the 95% interval that of the weighted sum of
+    draws from each stratum's posterior. One stratum, or one figure for all, is
+    :func:`corrected_rate` of the totals."""
+    strata = [(k, n, a) for k, n, a in strata if n]
+    total = sum(n for _, n, _ in strata)
+    figures = {a for _, _, a in strata}
+    if len(figures) == 1:
+        return corrected_rate(sum(k for k, _, _ in strata), total, figures.pop(), seed)
+    if not figures:
+        raise ValueError("stratified_rate needs at least one stratum with replies")
+    points = [rogan_gladen(k / n, a.sensitivity, a.specificity) for k, n, a in strata]
+    rng = np.random.default_rng(seed)
+    mixed = np.zeros(draws)
+    for k, n, a in strata:
+        # a deterministic check corrects nothing: the observed count's own posterior
+        post = _binomial_posterior(k, n) if a.exact else _posterior(k, n, a, seed)
+        mixed += (n / total) * rng.choice(GRID, size=draws, p=post)
+    point = (
+        None
+        if any(p is None for p in points)
+        else sum(
+            (n / total) * p for (_, n, _), p in zip(strata, points, strict=True) if p is not None
+        )
+    )
+    lo, hi = (float(x) for x in np.quantile(mixed, [0.025, 0.975]))
+    if point is not None:
+        lo, hi = min(lo, point), max(hi, point)
+    names = sorted({a.source for a in figures})
+    return {
+        "rate": point,
+        "ci_low": lo,
+        "ci_high": hi,
+        # the judged replies' mean figures (what the strata's weights make of them)
+        "sensitivity": sum(n * a.sensitivity for _, n, a in strata) / total,
+        "specificity": sum(n * a.specificity for _, n, a in strata) / total,
+        "source": "per stratum: " + "; ".join(names),
+    }
 
 
 @functools.lru_cache(maxsize=8)  # 16 MB each: a few judges' (or values' own) figures
