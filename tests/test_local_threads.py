@@ -72,6 +72,8 @@ def test_embedded_model_calls_are_not_labelled_paid(tmp_path):
     text = calls_text(db.call_totals())
     assert text == "1 paid call and 2 embedded-model calls (no cost) and 1 call to the target"
     assert calls_text({"calls": 0}) == "0 paid calls"
+    db.record_call(CallRecord(model="fake/test", cache_key="k5", tag="t", cost=0.0, **fields))
+    assert "(no cost) and 1 fake-model call (no cost) and 1 call" in calls_text(db.call_totals())
 
 
 def test_the_dry_run_counts_the_embedded_model_reading_its_prompts():

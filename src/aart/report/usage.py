@@ -20,12 +20,15 @@ def calls_text(u: dict[str, Any]) -> str:
     is paid for)."""
     target = int(u.get("target_calls") or 0)
     local = int(u.get("local_calls") or 0)
-    paid = u["calls"] - target - local
+    fake = int(u.get("fake_calls") or 0)
+    paid = u["calls"] - target - local - fake
     parts = []
-    if paid or not local:
+    if paid or not (local or fake):
         parts.append(f"{paid} paid call{'' if paid == 1 else 's'}")
     if local:
         parts.append(f"{local} embedded-model call{'' if local == 1 else 's'} (no cost)")
+    if fake:
+        parts.append(f"{fake} fake-model call{'' if fake == 1 else 's'} (no cost)")
     if target:
         parts.append(f"{target} call{'' if target == 1 else 's'} to the target")
     return " and ".join(parts)

@@ -237,7 +237,7 @@ class RunDB:
             " COALESCE(SUM(error IS NOT NULL AND cache_key != ? AND error != ?),0),"
             " COALESCE(SUM(model LIKE 'http/%' OR model LIKE 'python/%'),0),"
             " COALESCE(SUM(cache_key = ?),0), COALESCE(SUM(model LIKE 'local/%'),0),"
-            " COALESCE(SUM(error = ?),0)"
+            " COALESCE(SUM(error = ?),0), COALESCE(SUM(model LIKE 'fake/%'),0)"
             " FROM calls WHERE cache_key != ''",
             (IN_FLIGHT, INTERRUPTED, IN_FLIGHT, INTERRUPTED),
         ).fetchone()
@@ -264,6 +264,8 @@ class RunDB:
             "interrupted": row[8],
             # to the embedded model (llama.cpp on this machine): not paid for
             "local_calls": row[7],
+            # to the built-in fake provider (tests, trying a recipe): not paid for either
+            "fake_calls": row[9],
         }
 
     def failed_calls(self) -> list[dict[str, Any]]:
