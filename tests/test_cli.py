@@ -136,3 +136,17 @@ def test_recipes_and_init(tmp_path):
     assert r.returncode == 0 and (tmp_path / "aart-demo.yaml").exists()
     r = aart("init", "aart-demo", cwd=tmp_path)
     assert r.returncode == 2 and "exists" in r.stderr
+
+
+def test_the_values_table_lines_up_with_short_values(monkeypatch):
+    # language codes ("en") are shorter than the header's "value": the rows were not padded
+    from click.testing import CliRunner
+
+    from aart import pipeline
+    from aart.cli.main import cli
+
+    row = {"status": "ok", "planned": 12, "generated": 3, "mentioned": 4, "attacked_unit": None}
+    monkeypatch.setattr(pipeline, "values", lambda *a, **k: {"language": [{**row, "value": "en"}]})
+    out = CliRunner().invoke(cli, ["values", "."]).output.splitlines()
+    header, line = out[1], out[2]
+    assert header.index("status") == line.index("ok") and header.index("planned") < line.index("12")

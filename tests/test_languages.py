@@ -278,7 +278,11 @@ def test_step_one_stores_each_values_name_per_language_and_keeps_it_on_resume(tm
     [
         ('[en, ""]', r"application\.languages\.1: .*a language is blank"),
         ("[en, xx]", r"application\.languages\.1: .*unknown language 'xx'"),
-        ("[en, es, en]", r"application\.languages: .*listed twice"),
+        ("[en, es, en]", r"application\.languages: .*language 'en' is listed twice"),
+        (
+            "[en, ES]",
+            r"application\.languages\.1: .*write the language part in lower case \('es'\)",
+        ),
         ("[]", r"application\.languages: "),
     ],
 )

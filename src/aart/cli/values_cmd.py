@@ -32,7 +32,7 @@ def values_command(run_dir: str, attack_dir: str | None) -> None:
             f"{dim}: {len(rows)} values; "
             + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
         )
-        width = max(len(r["value"]) for r in rows)
+        width = max([len("value")] + [len(r["value"]) for r in rows])
         attacked = attack_dir is not None
         click.echo(
             f"  {'value':<{width}}  {'status':<19} planned generated mentioned"

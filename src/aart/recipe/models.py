@@ -91,9 +91,11 @@ class Application(Strict):
     @field_validator("languages")
     @classmethod
     def _distinct(cls, langs: list[str]) -> list[str]:
-        seen = {x.lower() for x in langs}
-        if len(seen) != len(langs):
-            raise ValueError("a language is listed twice; list each once")
+        seen: set[str] = set()
+        for x in langs:
+            if x.lower() in seen:
+                raise ValueError(f"language {x!r} is listed twice; list each once")
+            seen.add(x.lower())
         return langs
 
     #: the application's own system prompt, used when `aart attack` targets a chat model

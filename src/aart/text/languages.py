@@ -107,6 +107,11 @@ def check_code(code: str) -> str:
     if not isinstance(code, str) or not code.strip():
         raise ValueError("a language is blank; write an ISO 639-1 code such as en, es, fr, de")
     m = _CODE.match(code.strip())
+    low = _CODE.match(code.strip()[:3].lower() + code.strip()[3:])
+    if (not m or m.group(1) not in NAMES) and low and low.group(1) in NAMES:
+        raise ValueError(
+            f"language {code!r}: write the language part in lower case ({low.group(0)!r})"
+        )
     if not m or m.group(1) not in NAMES:
         raise ValueError(
             f"unknown language {code!r}; write an ISO 639-1 code such as en, es, fr, de "
