@@ -293,6 +293,20 @@ def test_an_unknown_or_blank_language_is_a_located_error(tmp_path, languages, me
         load_recipe(path)
 
 
+def test_the_dry_run_counts_the_calls_that_name_values_in_a_new_language(tmp_path):
+    # it said "Step 1 0 calls" where Step 1 then asked for the Italian names (3 calls)
+    text = (
+        load_recipe(TRAVEL)
+        .path.read_text()
+        .replace("languages: [en, es, fr, de]", "languages: [en, es, fr, de, it]")
+    )
+    assert "it]" in text
+    est = aart.dry_run(write_recipe(tmp_path, text))
+    dims = [d for d in load_recipe(TRAVEL).recipe.dimensions if d != "language"]
+    assert est["define_calls"] == len(dims) and est["define_tokens"] > 0
+    assert aart.dry_run(TRAVEL)["define_calls"] == 0  # every value named in every language
+
+
 def test_the_language_axis_takes_quotas_like_any_axis(tmp_path):
     text = ENUMERATED.replace(
         "scope: {strategy: balanced, attempts: 1, queries_per_attempt: 2}",

@@ -11,7 +11,9 @@ from ..llm.factory import FREE_PROVIDERS
 from ..llm.providers.base import check_model_name
 from ..recipe import Recipe, Value, load_recipe
 from ..recipe.filters import apply_filter
+from ..recipe.languages import LANGUAGE_AXIS
 from .common import recipe_prices
+from .define import NAMES_PER_CALL, languages_to_name
 from .prompting import completion_estimate, render_messages
 from .scope import build_blueprint
 from .verify import verify_estimate
@@ -47,9 +49,13 @@ def dry_run(
         check_model_name(name)
     define_calls = define_tokens = define_completion = 0
     values: dict[str, list[str]] = {}
+    to_name = languages_to_name(r)
     for name, dim in r.dimensions.items():
         if dim.values is not None:
             vals = [v.value for v in dim.values]
+            unnamed = {
+                lang: sum(1 for v in dim.values if not v.names.get(lang)) for lang in to_name
+            }
         else:
             spec = dim.enumerate
             assert spec is not None
@@ -58,6 +64,14 @@ def dry_run(
             define_tokens += (cats + 1) * (300 + 8 * spec.count)
             define_completion += (cats + 1) * 8 * spec.count
             vals = [f"{name} {i}" for i in range(1, spec.count * cats + 1)]
+            unnamed = {lang: len(vals) for lang in to_name}
+        if name != LANGUAGE_AXIS:
+            # Step 1 asks for each value's name in every other language the recipe lists
+            for n in unnamed.values():
+                calls = -(-n // NAMES_PER_CALL)
+                define_calls += calls
+                define_tokens += calls * 300 + 10 * n
+                define_completion += 6 * n
         f = r.scope.filters.get(name)
         if f is not None and dim.enumerate is not None:
             # Values Step 1 has not enumerated yet cannot be matched by keep/drop lists or
