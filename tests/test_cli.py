@@ -150,3 +150,16 @@ def test_the_values_table_lines_up_with_short_values(monkeypatch):
     out = CliRunner().invoke(cli, ["values", "."]).output.splitlines()
     header, line = out[1], out[2]
     assert header.index("status") == line.index("ok") and header.index("planned") < line.index("12")
+
+
+def test_the_run_summary_says_why_items_were_invalid_and_no_similarity_of_nothing():
+    # "valid items 4/8 (50.0%)" gave no reason (generate.json had it), and with nothing
+    # faithful it printed "mean nearest-neighbour similarity 0.00"
+    from aart.cli.common import generation_lines
+    from aart.steps.generate import GenerateStats
+
+    s = GenerateStats(requested=8, items=8, valid_items=4, invalid_items=4, model="fake/x")
+    s.invalid_reasons = {"exact duplicate within the answer": 4}
+    lines = dict(generation_lines(s))
+    assert lines["valid items"].endswith("invalid exact duplicate within the answer 4")
+    assert "n/a (no faithful item)" in lines["too alike"] and "0.00" not in lines["too alike"]

@@ -279,7 +279,15 @@ def generation_lines(s: Any) -> list[tuple[str, Any]]:
             f"{s.prompts} of {s.requested} cells filled"
             + (f" (SHORT by {s.shortfall})" if s.shortfall else ""),
         ),
-        ("valid items", f"{s.valid_items}/{s.items} ({s.valid_rate:.1%})"),
+        (
+            "valid items",
+            f"{s.valid_items}/{s.items} ({s.valid_rate:.1%})"
+            + (
+                ": invalid " + ", ".join(f"{k} {v}" for k, v in sorted(s.invalid_reasons.items()))
+                if s.invalid_reasons
+                else ""
+            ),
+        ),
         ("faithful to cell", faithful or "not verified"),
         (
             "rejected",
@@ -292,13 +300,18 @@ def generation_lines(s: Any) -> list[tuple[str, Any]]:
             "too alike",
             ", ".join(f"{k} {v}" for k, v in sorted(s.diversity_rejected.items()))
             + (f" ({replaced}); " if s.diversity_rejected else "none; ")
-            + f"restated-cell share {s.restated_share:.0%} of faithful items, mean "
-            f"nearest-neighbour similarity {s.nn_similarity:.2f} (released AART data "
-            f"{ref_nn:.2f}"
             + (
-                f"; more alike than it: `aart evaluate` flags above {NN_FACTOR}x)"
-                if more_alike(s.nn_similarity, ref_nn)
-                else ")"
+                # nothing faithful: no share or similarity to give (it said 0% and 0.00)
+                "restated-cell share and nearest-neighbour similarity n/a (no faithful item)"
+                if not s.prompts
+                else f"restated-cell share {s.restated_share:.0%} of faithful items, mean "
+                f"nearest-neighbour similarity {s.nn_similarity:.2f} (released AART data "
+                f"{ref_nn:.2f}"
+                + (
+                    f"; more alike than it: `aart evaluate` flags above {NN_FACTOR}x)"
+                    if more_alike(s.nn_similarity, ref_nn)
+                    else ")"
+                )
             ),
         ),
         (
