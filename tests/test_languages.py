@@ -307,6 +307,15 @@ def test_the_dry_run_counts_the_calls_that_name_values_in_a_new_language(tmp_pat
     assert aart.dry_run(TRAVEL)["define_calls"] == 0  # every value named in every language
 
 
+def test_a_dimension_named_language_is_located_at_its_own_line(tmp_path):
+    # the error pointed at line 1 (`name: multi`), not at the dimension
+    text = ENUMERATED.replace("  formats:\n", "  language:\n    values: [fr]\n  formats:\n")
+    with pytest.raises(
+        RecipeError, match=r"recipe\.yaml:10:3: dimensions\.language: .*is the axis"
+    ):
+        load_recipe(write_recipe(tmp_path, text))
+
+
 def test_the_language_axis_takes_quotas_like_any_axis(tmp_path):
     text = ENUMERATED.replace(
         "scope: {strategy: balanced, attempts: 1, queries_per_attempt: 2}",

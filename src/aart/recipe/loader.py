@@ -18,8 +18,8 @@ from pydantic import BaseModel, ValidationError
 from ..errors import RecipeError
 from .located import OPERATIONAL_MODEL_KEYS as OPERATIONAL_MODEL_KEYS  # kept importable
 from .located import LoadedRecipe, _located
+from .models import AtKey, Recipe, cross_check
 from .models import Path as KeyPath
-from .models import Recipe, cross_check
 from .yamlsafe import load_bounded
 
 BUILTIN_PACKAGE = "aart.recipes"
@@ -208,6 +208,9 @@ def _validated(
         # A misspelt required key gives both "missing" and "unknown key"; the spelling is the fix.
         err = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
         loc = tuple(err["loc"])
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, AtKey):  # a section's check that knows the key at fault
+            loc = (*loc, *cause.path)
 
         # pydantic adds union-member tags to loc; keep only the parts that exist in the file
         # (under the size first, where it sets the key)

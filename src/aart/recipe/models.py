@@ -704,9 +704,11 @@ class Recipe(Strict):
         dim = self.dimensions.get(LANGUAGE_AXIS)
         if dim is not None:
             if dim.values is None or sorted(v.value for v in dim.values) != sorted(langs):
-                raise ValueError(
+                raise AtKey(
                     f"dimension `{LANGUAGE_AXIS}` is the axis application.languages makes; "
-                    "rename this dimension, or list one language"
+                    "rename this dimension, or list one language",
+                    "dimensions",
+                    LANGUAGE_AXIS,
                 )
             return self
         self.dimensions[LANGUAGE_AXIS] = Dimension(
@@ -718,6 +720,16 @@ class Recipe(Strict):
 
 
 Path = tuple[str | int, ...]
+
+
+class AtKey(ValueError):
+    """A recipe mistake found by a validator of a whole section, at ``path`` below it: the
+    loader reports the line of that key, not of the section (a model-level check would
+    otherwise point at the file's first line)."""
+
+    def __init__(self, message: str, *path: str | int) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 USE_DIMENSION = "use one of the dimension names defined under `dimensions:`"
