@@ -445,3 +445,24 @@ def test_cli_attack_takes_a_promptfoo_tests_file_and_config(dataset: Path, tmp_p
         )
         assert res.exit_code == 0, res.output
         assert f"{len(AWKWARD)}" in res.output
+
+
+def test_export_reads_another_tables_prompt_column(tmp_path: Path) -> None:
+    # its error said "choose one with --text-column", an option export did not have
+    from click.testing import CliRunner
+
+    from aart.cli.main import cli
+
+    table = tmp_path / "t.jsonl"
+    table.write_text(json.dumps({"id": "a", "input": "Write a short note.", "kind": "note"}) + "\n")
+    runner = CliRunner()
+    r = runner.invoke(cli, ["export", str(table), "--to", "inspect", str(tmp_path / "x")])
+    assert r.exit_code != 0 and "choose one with --text-column" in str(r.exception)
+    r = runner.invoke(
+        cli,
+        ["export", str(table), "--to", "inspect", str(tmp_path / "y"), "--text-column", "input",
+         "--annotation", "kind=kind"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    (line,) = read_rows(tmp_path / "y" / "dataset.jsonl")
+    assert line["input"] == "Write a short note."

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
+from ..data.load import parse_mapping
 from ..interop import FORMATS, JUDGES, export_dataset
+from .common import column_options
 
 
 @click.command("export")
@@ -40,6 +42,7 @@ from ..interop import FORMATS, JUDGES, export_dataset
     help="hf: the OUT.json of `aart evaluate` whose coverage the card reports "
     "(default: evaluation.json beside the dataset, if any).",
 )
+@column_options
 def export_command(
     dataset: str,
     out: str,
@@ -48,6 +51,9 @@ def export_command(
     provider: str,
     license_: str,
     evaluation: str | None,
+    text_column: str,
+    axes: tuple[str, ...],
+    annotations: tuple[str, ...],
 ) -> None:
     """Write DATASET (a dataset file or a run directory) for another tool under PATH:
     promptfoo (promptfooconfig.yaml + tests.yaml), inspect (task.py + dataset.jsonl), garak
@@ -61,6 +67,9 @@ def export_command(
         provider=provider,
         license=license_,
         evaluation=evaluation,
+        text_column=text_column,
+        axis_columns=parse_mapping(axes, "--axis"),
+        annotation_columns=parse_mapping(annotations, "--annotation"),
     )
     for p in paths:
         click.echo(f"wrote {p}")

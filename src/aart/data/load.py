@@ -231,7 +231,7 @@ def iter_dataset(
         yield layout.dataset(name or default_name, rows, _tokens_per_prompt(path))
         start += len(rows)
     if layout is None:
-        raise UsageError(f"{path} holds no records; nothing to evaluate or attack")
+        raise UsageError(f"{path} holds no records (an empty file?); give a dataset with prompts")
 
 
 @dataclass

@@ -22,6 +22,9 @@ def export_dataset(
     provider: str = "echo",
     license: str = "other",
     evaluation: str | Path | None = None,
+    text_column: str = "prompt",
+    axis_columns: dict[str, str] | None = None,
+    annotation_columns: dict[str, str] | None = None,
 ) -> list[Path]:
     """Write DATASET (a dataset file or a run directory) in format ``to`` under ``out``;
     return the files written. ``judges`` become promptfoo assertions and the inspect task's
@@ -33,7 +36,13 @@ def export_dataset(
     target = Path(out)
     if target.exists() and not target.is_dir():
         raise UsageError(f"{target} is a file; export writes a folder: give a new path")
-    src = load_source(dataset, evaluation)
+    src = load_source(
+        dataset,
+        evaluation,
+        text_column=text_column,
+        axis_columns=axis_columns,
+        annotation_columns=annotation_columns,
+    )
     if not src.records:
         raise UsageError(f"{dataset} holds no prompts; nothing to export")
     if judges is None:

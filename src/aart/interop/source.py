@@ -59,8 +59,17 @@ class ExportSource:
     provenance: dict[str, Any] = field(default_factory=dict)
 
 
-def load_source(path: str | Path, evaluation: str | Path | None = None) -> ExportSource:
-    """Read DATASET (a .jsonl/.csv/.parquet file, or a run directory holding dataset.jsonl)."""
+def load_source(
+    path: str | Path,
+    evaluation: str | Path | None = None,
+    *,
+    text_column: str = "prompt",
+    axis_columns: dict[str, str] | None = None,
+    annotation_columns: dict[str, str] | None = None,
+) -> ExportSource:
+    """Read DATASET (a .jsonl/.csv/.parquet file, or a run directory holding dataset.jsonl);
+    a table that is not aart's own names its prompt column (and axis and annotation
+    columns) as `aart evaluate` reads them."""
     from ..data.foreign import is_hf_folder
     from ..data.load import load_dataset, read_rows
 
@@ -79,7 +88,12 @@ def load_source(path: str | Path, evaluation: str | Path | None = None) -> Expor
         dataset = path
         if (path.parent / "recipe.yaml").exists() and (path.parent / "dimensions").is_dir():
             run_dir = path.parent  # RUN/dataset.jsonl: the run's dimension files name the values
-    ds = load_dataset(dataset)
+    ds = load_dataset(
+        dataset,
+        text_column=text_column,
+        axis_columns=axis_columns,
+        annotation_columns=annotation_columns,
+    )
     rows = read_rows(dataset)
     records = []
     for i, text in enumerate(ds.texts):
