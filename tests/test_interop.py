@@ -194,6 +194,30 @@ def test_inspect_task_loads_the_dataset(dataset: Path, tmp_path: Path) -> None:
     assert [s.metadata["cell"] for s in samples] == CELLS
 
 
+def test_inspect_sample_ids_are_distinct_when_the_datasets_are_not(tmp_path: Path) -> None:
+    # two records with one id exported silently, and inspect_ai then refused the dataset
+    # ("The dataset contains duplicate sample ids")
+    pytest.importorskip("inspect_ai", reason="the interop extra (make test) installs inspect-ai")
+    rows = [
+        {"id": "d1", "prompt": "first", "strategy": "identity"},
+        {"id": "d1", "prompt": "first", "strategy": "base64"},
+        {"id": "d2", "prompt": "second"},
+        {"id": "d2", "prompt": "second again"},
+    ]
+    data = tmp_path / "dup.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "inspect"
+    export_dataset(data, "inspect", out, judges=["refusal"])
+    spec = importlib.util.spec_from_file_location("aart_export_task_dup", out / "task.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    samples = list(module.aart_redteam().dataset)
+    assert [s.id for s in samples] == ["d1:identity", "d1:base64", "d2", "d2#2"]
+    # the record's own id, where the sample's differs
+    assert [s.metadata.get("aart_id") for s in samples] == ["d1", "d1", None, "d2"]
+
+
 def test_inspect_eval_runs_the_task_offline(
     dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -57,13 +57,16 @@ def aart_redteam():
 def export(src: ExportSource, out: Path, judges: list[str]) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     data = out / DATASET_FILE
+    ids = sample_ids(src)
     with data.open("w", encoding="utf-8") as f:
-        for r in src.records:
+        for r, sid in zip(src.records, ids, strict=True):
             metadata: dict[str, object] = {"cell": r.cell, "annotations": r.annotations}
             if r.strategy:
                 metadata["strategy"] = r.strategy
+            if sid != r.id:
+                metadata["aart_id"] = r.id
             metadata.update(r.case)  # an injection case's user_task, context, success...
-            sample = {"input": r.prompt, "id": r.id, "metadata": metadata}
+            sample = {"input": r.prompt, "id": sid, "metadata": metadata}
             f.write(json.dumps(sample, ensure_ascii=False) + "\n")
     task = out / TASK_FILE
     task.write_text(TASK_SOURCE, encoding="utf-8")
@@ -81,3 +84,24 @@ def export(src: ExportSource, out: Path, judges: list[str]) -> list[Path]:
     elif judge.exists():
         judge.unlink()  # an earlier export's policy must not grade this dataset
     return paths
+
+
+def sample_ids(src: ExportSource) -> list[str]:
+    """One distinct id per sample, which inspect_ai requires ("The dataset contains duplicate
+    sample ids"): a record's id, with its strategy where a regression set sends one prompt
+    under several, and a count where ids still repeat (the record's own id is kept in
+    ``metadata.aart_id``)."""
+    seen: dict[str, int] = {}
+    for r in src.records:
+        seen[r.id] = seen.get(r.id, 0) + 1
+    out: list[str] = []
+    taken: set[str] = set()
+    for r in src.records:
+        sid = r.id if seen[r.id] == 1 else f"{r.id}:{r.strategy}" if r.strategy else r.id
+        base, n = sid, 1
+        while sid in taken:
+            n += 1
+            sid = f"{base}#{n}"
+        taken.add(sid)
+        out.append(sid)
+    return out
