@@ -444,3 +444,39 @@ def test_an_import_that_converts_nothing_says_why(tmp_path):
     out = str(tmp_path / "b.jsonl")
     r = _run("import", "bipia", str(FIXTURES / "bipia"), "--subset", "qa", "--out", out)
     assert r.returncode == 2 and "qa/test.jsonl is not in the checkout" in r.stderr, r.stderr
+
+
+def test_exports_keep_an_imported_datasets_source_and_licence(tmp_path):
+    # the hf export's card said "license: other" and "provenance not recorded", and no
+    # format carried the records' source (benchmark, licence, revision)
+    import pyarrow.parquet as pq
+    import yaml
+
+    from aart.interop import export_dataset
+
+    data = tmp_path / "ad.jsonl"
+    r = _run(
+        "import",
+        "agentdojo",
+        str(FIXTURES / "agentdojo"),
+        "--out",
+        str(data),
+        "--revision",
+        "abc123",
+    )
+    assert r.returncode == 0, r.stderr
+    export_dataset(data, "hf", tmp_path / "hf")
+    card = (tmp_path / "hf" / "README.md").read_text()
+    front = yaml.safe_load(card.split("---")[1])
+    assert front["license"] == "mit" and front["aart"]["sources"][0]["revision"] == "abc123"
+    assert "imported from AgentDojo" in card and "not recorded" not in card
+    table = pq.read_table(next((tmp_path / "hf").rglob("*.parquet"))).to_pylist()
+    assert json.loads(table[0]["source"])["license"] == "MIT"
+    assert load_dataset(tmp_path / "hf").texts  # still read back
+    export_dataset(data, "inspect", tmp_path / "inspect")
+    (first, *_) = read_rows(tmp_path / "inspect" / "dataset.jsonl")
+    assert first["metadata"]["source"]["revision"] == "abc123"
+    assert first["metadata"]["injection_vectors"]
+    # a licence the user chose is kept
+    export_dataset(data, "hf", tmp_path / "hf2", license="cc-by-4.0")
+    assert "license: cc-by-4.0" in (tmp_path / "hf2" / "README.md").read_text()

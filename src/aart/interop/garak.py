@@ -62,7 +62,7 @@ def module_source(src: ExportSource, module: str) -> str:
     data = {
         "dataset": src.name,
         "records": [
-            {"id": r.id, "prompt": r.prompt, "cell": r.cell, "strategy": r.strategy}
+            {"id": r.id, "prompt": r.prompt, "cell": r.cell, "strategy": r.strategy, **r.origin}
             for r in src.records
         ],
     }

@@ -30,6 +30,10 @@ def export(src: ExportSource, out: Path, license: str) -> list[Path]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    if license == "other" and src.source_license():
+        # not chosen: the licence the imported records' source gives (`aart import`)
+        license = str(src.source_license())
+
     axes = list(dict.fromkeys([a for r in src.records for a in r.cell] + list(src.axes)))
     annotated = list(dict.fromkeys(a for r in src.records for a in r.annotations))
     columns: dict[str, list[Any]] = {
@@ -45,6 +49,9 @@ def export(src: ExportSource, out: Path, license: str) -> list[Path]:
     for key in dict.fromkeys(k for r in src.records for k in r.case):
         # an injection case's keys; its objects as JSON text (one string type per column)
         columns[key] = [_case_text(r.case.get(key)) for r in src.records]
+    for key in dict.fromkeys(k for r in src.records for k in r.origin):
+        # an imported record's source (benchmark, licence, revision) as JSON text
+        columns[key] = [_case_text(r.origin.get(key)) for r in src.records]
     schema = pa.schema([(name, pa.string()) for name in columns])
     data = out / DATA_FILE
     data.parent.mkdir(parents=True, exist_ok=True)
@@ -96,6 +103,7 @@ def card_text(src: ExportSource, license: str, axes: list[str]) -> str:
             "axes": {a: src.axes.get(a, []) for a in axes},
             "coverage": src.coverage,
             "provenance": src.provenance,
+            "sources": src.sources,
         },
     }
     e = _text
@@ -150,11 +158,16 @@ def card_text(src: ExportSource, license: str, axes: list[str]) -> str:
         "## Provenance",
         "",
     ]
+    for source in src.sources:
+        shown = ", ".join(f"{k} {source[k]}" for k in source if k != "benchmark")
+        lines.append(
+            f"- imported from {e(str(source.get('benchmark', 'a benchmark')))}: {e(shown)}"
+        )
     if src.provenance:
         for key, value in src.provenance.items():
             shown = ", ".join(e(str(v)) for v in value[:10])
             lines.append(f"- {e(key)}: {shown}")
-    else:
+    elif not src.sources:
         lines.append("- not recorded in the source dataset")
     lines += [
         "",

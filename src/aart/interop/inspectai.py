@@ -66,6 +66,7 @@ def export(src: ExportSource, out: Path, judges: list[str]) -> list[Path]:
             if sid != r.id:
                 metadata["aart_id"] = r.id
             metadata.update(r.case)  # an injection case's user_task, context, success...
+            metadata.update(r.origin)  # an imported record's source and licence
             sample = {"input": r.prompt, "id": sid, "metadata": metadata}
             f.write(json.dumps(sample, ensure_ascii=False) + "\n")
     task = out / TASK_FILE

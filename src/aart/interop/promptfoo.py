@@ -101,6 +101,8 @@ def export(src: ExportSource, out: Path, judges: list[str], provider: str) -> li
                 variables[key] = escape(value)
             else:
                 metadata[key] = json.dumps(value, ensure_ascii=False)
+        for key, value in r.origin.items():  # an imported record's source and licence
+            metadata[key] = json.dumps(value, ensure_ascii=False)
         test: dict[str, Any] = {
             "description": r.id,
             "vars": variables,

@@ -14,6 +14,9 @@ from ..injection import case_keys
 
 log = logging.getLogger("aart")
 
+#: an imported record's keys that say where it comes from (see ExportRecord.origin)
+ORIGIN_KEYS = ("source", "injection_vectors")
+
 
 @dataclass
 class ExportRecord:
@@ -28,17 +31,10 @@ class ExportRecord:
     #: an injection case's keys (user_task, context, injection, success, utility: see
     #: aart.injection), empty for a plain prompt
     case: dict[str, Any] = field(default_factory=dict)
-
-    def flat(self) -> dict[str, Any]:
-        """Our flat table layout (`cell_<axis>`, `annotated_<axis>`), which `aart evaluate`
-        and `aart attack` read back as they read dataset.csv and dataset.parquet."""
-        row: dict[str, Any] = {"id": self.id, "prompt": self.prompt}
-        row.update({f"cell_{a}": v for a, v in self.cell.items()})
-        row.update({f"annotated_{a}": v for a, v in self.annotations.items()})
-        if self.strategy:
-            row["strategy"] = self.strategy
-        row.update(self.case)
-        return row
+    #: where an imported record comes from (`aart import`: benchmark, licence, revision,
+    #: url) and its injection vectors: carried by every format, so a shared export keeps
+    #: the licence and notices its source asks for
+    origin: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -57,6 +53,16 @@ class ExportSource:
     coverage: dict[str, Any] = field(default_factory=dict)
     #: how the records were made: run ids, recipe hashes, models, seeds, times
     provenance: dict[str, Any] = field(default_factory=dict)
+    #: the distinct sources of imported records (benchmark, licence, revision, url)
+    sources: list[dict[str, Any]] = field(default_factory=list)
+
+    def source_license(self) -> str | None:
+        """The one licence every record's source names, as a Hugging Face identifier (MIT ->
+        mit); None when the records name none or several."""
+        names = {str(s.get("license") or "") for s in self.sources}
+        if len(names) != 1 or "" in names or len(self.sources) == 0:
+            return None
+        return names.pop().lower()
 
 
 def load_source(
@@ -107,11 +113,13 @@ def load_source(
                 annotations={a: str(v) for a, v in annotations.items()},
                 strategy=str(row["strategy"]) if row.get("strategy") else None,
                 case=case_keys(row),
+                origin={k: row[k] for k in ORIGIN_KEYS if row.get(k) not in (None, "", [])},
             )
         )
     src = ExportSource(name=ds.name, path=path, records=records)
     src.axes = {a: [v.value for v in vs] for a, vs in ds.derived_values().items()}
     src.provenance = _provenance(rows)
+    src.sources = _sources(records)
     recipe_file = (run_dir or dataset.parent) / "recipe.yaml"
     if recipe_file.exists():
         _add_recipe(src, recipe_file, run_dir)
@@ -199,3 +207,13 @@ def _provenance(rows: list[dict[str, Any]]) -> dict[str, Any]:
     if times:
         out["created"] = [min(times), max(times)]
     return out
+
+
+def _sources(records: list[ExportRecord]) -> list[dict[str, Any]]:
+    """The distinct ``source`` objects of imported records, in first-seen order."""
+    seen: dict[str, dict[str, Any]] = {}
+    for r in records:
+        source = r.origin.get("source")
+        if isinstance(source, dict):
+            seen.setdefault(json.dumps(source, sort_keys=True), source)
+    return list(seen.values())
