@@ -383,7 +383,7 @@ def test_exports_keep_the_case_keys_and_evaluate_reads_the_payloads(tmp_path):
     assert {k: sample["metadata"][k] for k in CASE_KEYS} == {k: first[k] for k in CASE_KEYS}
     # Hugging Face: columns, the objects as JSON text
     export_dataset(out, "hf", tmp_path / "hf")
-    hf_row = pq.read_table(tmp_path / "hf" / "data" / "train-00000-of-00001.parquet").to_pylist()[0]
+    hf_row = pq.read_table(next((tmp_path / "hf" / "data").glob("train-*.parquet"))).to_pylist()[0]
     assert hf_row["context"] == first["context"]
     assert json.loads(hf_row["injection"]) == first["injection"]
     # the evaluation measures the payloads (the prompts) per axis

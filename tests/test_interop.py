@@ -293,6 +293,18 @@ def test_hf_folder_round_trip_and_datasets_load(dataset: Path, tmp_path: Path) -
     train = loaded["train"]
     assert train["prompt"] == AWKWARD
     assert train["cell_concepts"] == [c["concepts"] for c in CELLS]
+    # a re-export of other rows into the same folder loads the new rows (datasets' cache
+    # keyed the folder by its name and data file paths: it gave the earlier rows back)
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"id": "x", "prompt": "only this"}) + "\n")
+    export_dataset(other, "hf", out)
+    assert [p.name for p in (out / "data").iterdir()] == [
+        Path(yaml.safe_load((out / "README.md").read_text().split("---", 2)[1])["configs"][0]
+             ["data_files"][0]["path"]).name
+    ]  # fmt: skip
+    again = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf-cache"))
+    assert again["train"]["prompt"] == ["only this"]
+    assert cells_of(out) == (["only this"], [{}], ["x"])  # and aart reads the new file
 
 
 def test_hf_card_of_a_run_has_recipe_axes_and_coverage(tmp_path: Path, mini_recipe: Path) -> None:

@@ -8,8 +8,10 @@ renders Markdown with inline HTML."""
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,10 @@ from ..data.foreign import is_hf_folder as is_folder  # noqa: F401
 from ..data.foreign import iter_hf_rows as iter_rows  # noqa: F401
 from .source import ExportSource
 
-DATA_FILE = "data/train-00000-of-00001.parquet"
+#: the Parquet file, named by its content ("data/train-<sha256:12>.parquet"): `datasets`
+#: caches a local folder by its name and its data files' paths, so a re-export under one name
+#: ("hf") loaded the earlier rows; an earlier export's files of this pattern are removed
+DATA_PATTERN = "data/train-{digest}.parquet"
 
 
 def export(src: ExportSource, out: Path, license: str) -> list[Path]:
@@ -53,11 +58,19 @@ def export(src: ExportSource, out: Path, license: str) -> list[Path]:
         # an imported record's source (benchmark, licence, revision) as JSON text
         columns[key] = [_case_text(r.origin.get(key)) for r in src.records]
     schema = pa.schema([(name, pa.string()) for name in columns])
-    data = out / DATA_FILE
-    data.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table(columns, schema=schema), data)
+    folder = out / "data"
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / ".train.parquet.tmp"
+    pq.write_table(pa.table(columns, schema=schema), tmp)
+    digest = hashlib.sha256(tmp.read_bytes()).hexdigest()[:12]
+    rel = DATA_PATTERN.format(digest=digest)
+    for old in folder.glob("train-*.parquet"):  # an earlier export's
+        if old.name != Path(rel).name:
+            old.unlink()
+    data = out / rel
+    os.replace(tmp, data)
     card = out / CARD_FILE
-    card.write_text(card_text(src, license, axes), encoding="utf-8")
+    card.write_text(card_text(src, license, axes, rel), encoding="utf-8")
     return [card, data]
 
 
@@ -82,7 +95,7 @@ def _size_category(n: int) -> str:
     return "100K<n<1M" if n < 1_000_000 else "1M<n<10M"
 
 
-def card_text(src: ExportSource, license: str, axes: list[str]) -> str:
+def card_text(src: ExportSource, license: str, axes: list[str], data_file: str) -> str:
     front = {
         "license": license,
         "pretty_name": src.recipe_name or src.name,
@@ -93,7 +106,7 @@ def card_text(src: ExportSource, license: str, axes: list[str]) -> str:
         "configs": [
             {
                 "config_name": "default",
-                "data_files": [{"split": "train", "path": DATA_FILE}],
+                "data_files": [{"split": "train", "path": data_file}],
             }
         ],
         # machine-readable copies of what the card's body says
