@@ -6,6 +6,7 @@ same through files for `vllm run-batch`."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -365,3 +366,24 @@ def test_a_batch_whose_format_is_rejected_asks_again_in_the_next_mode(tmp_path):
         assert formats[0] == "json_schema" and "json_object" in formats
         rejected = [f for f in formats if f == "json_schema"]
         assert 0 < len(rejected) < len(formats)
+
+
+def test_batch_export_to_a_file_needs_no_key_or_server(tmp_path, mini_recipe):
+    # "openai/gpt-x needs an API key" stopped a file export meant for a GPU node with no
+    # server; nothing is sent, so nothing needs the key
+    out = tmp_path / "r"
+    aart.define(mini_recipe, out)
+    aart.scope(out)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    r = subprocess.run(
+        [sys.executable, "-m", "aart", "batch", "export", str(out), "-m", "openai/gpt-x"],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "wrote" in r.stdout and "--model gpt-x" in r.stdout
+    # a run that calls the hosted API still needs the key, said before any call
+    r = subprocess.run(
+        [sys.executable, "-m", "aart", "generate", str(out), "-m", "openai/gpt-x"],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert r.returncode != 0 and "needs an API key" in r.stderr

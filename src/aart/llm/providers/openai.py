@@ -173,7 +173,7 @@ class OpenAIChatAPI(ModelAPI):
                 f"aart did not send ${options.api_key_env} to this host, which the recipe "
                 f"chose; if it needs the key: `{how_to_allow(self.base_url, options.api_key_env)}`"
             )
-        if not key and self.base_url == DEFAULT_BASE_URL:
+        if not key and self.base_url == DEFAULT_BASE_URL and not options.extra.get("files_only"):
             raise ConfigError(
                 f"openai/{model} needs an API key: export {options.api_key_env}=... "
                 "(or set OPENAI_BASE_URL / the recipe's base_url to a local server)"
