@@ -316,6 +316,18 @@ def test_a_dimension_named_language_is_located_at_its_own_line(tmp_path):
         load_recipe(write_recipe(tmp_path, text))
 
 
+def test_a_name_in_an_unknown_language_is_a_located_error(tmp_path):
+    # `names: {zz: foo}` was accepted and written into the dimension file as it was
+    text = ENUMERATED.replace(
+        "values: [refund fraud, fake booking]",
+        "values: [{value: refund fraud, names: {zz: fraude}}, fake booking]",
+    )
+    with pytest.raises(
+        RecipeError, match=r"recipe\.yaml:9:\d+: .*names\.zz: .*unknown language 'zz'"
+    ):
+        load_recipe(write_recipe(tmp_path, text))
+
+
 def test_the_language_axis_takes_quotas_like_any_axis(tmp_path):
     text = ENUMERATED.replace(
         "scope: {strategy: balanced, attempts: 1, queries_per_attempt: 2}",

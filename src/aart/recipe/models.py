@@ -119,7 +119,7 @@ class Value(Strict):
     category: str | None = None
     #: the value's name in each language of a multilingual recipe (language code -> name),
     #: given by Step 1 or the recipe; a prompt of that language is matched against it
-    names: dict[str, str] = {}
+    names: dict[LanguageCode, str] = {}
 
 
 class Enumerate(Strict):
