@@ -328,6 +328,21 @@ def test_a_name_in_an_unknown_language_is_a_located_error(tmp_path):
         load_recipe(write_recipe(tmp_path, text))
 
 
+def test_a_regional_code_takes_the_recipes_names_of_its_language(tmp_path):
+    # es-MX beside names given for es: Step 1 asked for new es-MX names (3 calls, "valley
+    # cedar 1" from the fake model), and evaluate --run then matched none of them
+    text = load_recipe(TRAVEL).path.read_text().replace("[en, es, fr, de]", "[en, es-MX, fr, de]")
+    recipe = write_recipe(tmp_path, text)
+    assert aart.dry_run(recipe)["define_calls"] == 0
+    out = tmp_path / "run"
+    aart.define(recipe, out, model="fake/test")
+    report = json.loads((out / "define.json").read_text())
+    assert all(d["calls"] == 0 for d in report.values() if isinstance(d, dict))
+    values = yaml.safe_load((out / "dimensions" / "destinations.yaml").read_text())["values"]
+    spain = next(v for v in values if v["value"] == "spain")
+    assert spain["names"]["es-MX"] == spain["names"]["es"]
+
+
 def test_the_language_axis_takes_quotas_like_any_axis(tmp_path):
     text = ENUMERATED.replace(
         "scope: {strategy: balanced, attempts: 1, queries_per_attempt: 2}",

@@ -423,6 +423,9 @@ async def name_values(
     out = [v.model_copy(deep=True) for v in values]
     d = recipe.define
     for lang in languages_to_name(recipe):
+        for v in out:  # es-MX takes the recipe's es names: no call asks for them again
+            if not v.names.get(lang) and v.names.get(base(lang)):
+                v.names[lang] = v.names[base(lang)]
         todo = [v for v in out if not v.names.get(lang)]
         for start in range(0, len(todo), NAMES_PER_CALL):
             part = todo[start : start + NAMES_PER_CALL]

@@ -11,7 +11,7 @@ from ..llm.factory import FREE_PROVIDERS
 from ..llm.providers.base import check_model_name
 from ..recipe import Recipe, Value, load_recipe
 from ..recipe.filters import apply_filter
-from ..recipe.languages import LANGUAGE_AXIS
+from ..recipe.languages import LANGUAGE_AXIS, base
 from .common import recipe_prices
 from .define import NAMES_PER_CALL, languages_to_name
 from .prompting import completion_estimate, render_messages
@@ -53,8 +53,11 @@ def dry_run(
     for name, dim in r.dimensions.items():
         if dim.values is not None:
             vals = [v.value for v in dim.values]
-            unnamed = {
-                lang: sum(1 for v in dim.values if not v.names.get(lang)) for lang in to_name
+            unnamed = {  # es-MX takes the recipe's es names
+                lang: sum(
+                    1 for v in dim.values if not (v.names.get(lang) or v.names.get(base(lang)))
+                )
+                for lang in to_name
             }
         else:
             spec = dim.enumerate
