@@ -309,13 +309,19 @@ def test_import_reports_foreign_and_malformed_lines_and_refuses_negative_tokens(
         assert all(c[1] >= 0 and c[2] >= 0 for c in calls(out))  # nothing negative was paid
 
 
+def exported(tmp_path: Path, server: FakeOpenAIServer) -> tuple[Path, Path]:
+    """A run whose Steps 1 and 2 are done and whose first requests are exported: the run
+    directory and the requests file."""
+    recipe = batch_recipe(tmp_path, server)
+    out = tmp_path / "files"
+    aart.define(recipe, out)
+    aart.scope(out)
+    return out, aart.batch_export(out).exported[0][0]
+
+
 def test_an_answer_for_a_model_the_command_does_not_use_is_not_paid_at_no_price(tmp_path, caplog):
     with FakeOpenAIServer() as server:
-        recipe = batch_recipe(tmp_path, server)
-        out = tmp_path / "files"
-        aart.define(recipe, out)
-        aart.scope(out)
-        path = aart.batch_export(out).exported[0][0]
+        out, path = exported(tmp_path, server)
         results = path.with_name("results-" + path.name)
         vllm_run_batch(server.base_url, path, results)
         # imported by a command generating with another model: openai/fake's answers would
@@ -335,11 +341,7 @@ def test_an_empty_or_cut_short_results_file_imports_nothing_and_says_so(tmp_path
     # it said "imported 0 answers", exited 0, marked the batch imported and wrote the same
     # requests again, as often as it was run
     with FakeOpenAIServer() as server:
-        recipe = batch_recipe(tmp_path, server)
-        out = tmp_path / "files"
-        aart.define(recipe, out)
-        aart.scope(out)
-        path = aart.batch_export(out).exported[0][0]
+        out, path = exported(tmp_path, server)
         empty = tmp_path / "empty.jsonl"
         empty.write_text("")
         cut = tmp_path / "cut.jsonl"

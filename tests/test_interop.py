@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -69,6 +70,15 @@ def cells_of(path: Path) -> tuple[list[str], list[dict[str, str]], list[str]]:
     ds = load_dataset(path)
     ids = [str(r.get("id")) for r in read_rows(path)]
     return ds.texts, [ds.cell_of(i) for i in range(len(ds))], ids
+
+
+def load_task(out: Path, name: str) -> Any:
+    """The exported inspect task module in ``out``, imported as ``name``."""
+    spec = importlib.util.spec_from_file_location(name, out / "task.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_promptfoo_round_trip(dataset: Path, tmp_path: Path) -> None:
@@ -180,10 +190,7 @@ def test_inspect_task_loads_the_dataset(dataset: Path, tmp_path: Path) -> None:
     source = (out / "task.py").read_text(encoding="utf-8")
     for text in AWKWARD[1:]:
         assert text not in source  # no prompt is code
-    spec = importlib.util.spec_from_file_location("aart_export_task", out / "task.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_task(out, "aart_export_task")
     task = module.aart_redteam()
     from inspect_ai import Task
 
@@ -208,10 +215,7 @@ def test_inspect_sample_ids_are_distinct_when_the_datasets_are_not(tmp_path: Pat
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "inspect"
     export_dataset(data, "inspect", out, judges=["refusal"])
-    spec = importlib.util.spec_from_file_location("aart_export_task_dup", out / "task.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_task(out, "aart_export_task_dup")
     samples = list(module.aart_redteam().dataset)
     assert [s.id for s in samples] == ["d1:identity", "d1:base64", "d2", "d2#2"]
     # the record's own id, where the sample's differs
@@ -231,10 +235,7 @@ def test_inspect_eval_runs_the_task_offline(
         monkeypatch.setenv(var, str(tmp_path / var.lower()))
     out = tmp_path / "inspect"
     export_dataset(dataset, "inspect", out, judges=["refusal"])
-    spec = importlib.util.spec_from_file_location("aart_export_task3", out / "task.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_task(out, "aart_export_task3")
 
     def echo(input, tools, tool_choice, config):  # type: ignore[no-untyped-def]
         reply = ModelOutput.from_content(model="mockllm/model", content=input[-1].text)
@@ -264,10 +265,7 @@ def test_inspect_policy_scorer(tmp_path: Path, mini_recipe: Path) -> None:
     rubric = json.loads((out / "judge.json").read_text())["rubric"]
     # plain text: promptfoo's {% raw %} escaping reached inspect's grader prompt as is
     assert "rule-breaking" in rubric and "{%" not in rubric and rubric.startswith("The response")
-    spec = importlib.util.spec_from_file_location("aart_export_task2", out / "task.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_task(out, "aart_export_task2")
     task = module.aart_redteam()
     assert task.scorer  # model_graded_qa with the policy's rubric
     assert len(list(task.dataset)) == len(read_rows(run / "dataset.jsonl"))
