@@ -259,6 +259,16 @@ def test_a_search_stopped_by_its_call_budget_is_unfinished_and_exits_4(dataset, 
     assert s["finished"] is False and s["queries"] < 40 and "budget" in s["stopped"]
 
 
+def test_a_search_whose_every_reply_is_a_target_error_is_empty_and_exits_4(dataset, tmp_path):
+    # every reply unusable: it exited 0 with "8 elites" of score -1 and no warning
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "aart", "search", str(dataset), "--target",
+           "targets_fixture:dict_app", "--attacker", "fake/att", "--budget", "6", "--out", str(out)]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=TESTS, timeout=300)
+    assert r.returncode == 4 and "EMPTY: no candidate got a reply" in r.stderr, r.stderr
+    assert "target errors" in r.stderr
+
+
 def test_a_recipe_that_samples_its_attack_still_searches_every_cell(dataset, tmp_path):
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(

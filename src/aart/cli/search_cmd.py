@@ -141,5 +141,12 @@ def search_command(
         click.echo(f"UNFINISHED: {result.stopped}; re-run the same command to resume", err=True)
         sys.exit(INCONCLUSIVE_EXIT_CODE)
     if result.empty:
-        click.echo("EMPTY: no candidate reached the target; nothing was judged", err=True)
+        why = (
+            f" ({result.target_errors} target errors, {result.empty_replies} empty replies)"
+            if result.queries
+            else ""
+        )
+        click.echo(
+            f"EMPTY: no candidate got a reply from the target{why}; nothing was judged", err=True
+        )
         sys.exit(INCONCLUSIVE_EXIT_CODE)

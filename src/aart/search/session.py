@@ -105,6 +105,9 @@ class SearchResult:
     #: the static baselines (--compare): name -> their figures
     baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
     dataset_prompts: int = 0
+    #: target queries the target answered with an error, or with an empty reply
+    target_errors: int = 0
+    empty_replies: int = 0
 
     @property
     def finished(self) -> bool:
@@ -112,7 +115,9 @@ class SearchResult:
 
     @property
     def empty(self) -> bool:
-        return not self.archive.elites
+        """No target reply with anything in it: no candidate reached the target, or every
+        one met an error or an empty reply (a search that judged nothing)."""
+        return self.queries == self.target_errors + self.empty_replies
 
 
 class SearchSession:
@@ -616,6 +621,10 @@ class SearchSession:
             r.rejected[reason] = r.rejected.get(reason, 0) + 1
             return
         r.queries += 1
+        if rec.get("response") is None:
+            r.target_errors += 1
+        elif not str(rec["response"]).strip():
+            r.empty_replies += 1
         score, preference, success = score_of(rec.get("verdicts") or {}, r.primary)
         elite = Elite(
             id=p.job,
