@@ -299,6 +299,16 @@ def test_built_in_recipes_have_a_system_prompt_and_a_chat_attack_without_one_war
     assert not any("no system prompt" in w for w in f.warnings)
 
 
+def test_values_sent_but_not_judged_are_no_untested_values(tmp_path, monkeypatch):
+    # every reply a target error (nothing judged): all values were listed "Never attacked"
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    recipe, out = write_recipe(tmp_path, MINI_RECIPE), tmp_path / "run"
+    aart.run(recipe, out=out)
+    f = aart.attack(out / "dataset.jsonl", target="targets_fixture:dict_app", out=tmp_path / "a")
+    assert f.judged == 0 and f.target_errors == f.prompts > 0
+    assert f.untested == {}
+
+
 def test_the_attack_report_tells_tested_safe_from_untested_and_shows_the_worst_first(tmp_path):
     # a run whose dimension files hold values the dataset never reached
     recipe, out = write_recipe(tmp_path, MINI_RECIPE), tmp_path / "run"

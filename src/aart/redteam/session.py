@@ -99,6 +99,8 @@ class AttackSession:
         #: given by the caller)
         self.report = report
         self.dataset = Path(spec.dataset)
+        #: per axis, the values of the prompts sent (set by :meth:`findings`)
+        self.attacked: dict[str, set[str]] = {}
         self.out = Path(out)
         self.baseline = Path(baseline) if baseline is not None else None
         self.progress: Callable[[], None] | None = None
@@ -386,6 +388,12 @@ class AttackSession:
     def findings(self) -> Findings:
         p = self.primary
         results = self._stored()
+        # per axis, the values of the prompts sent, judged or not (the values never attacked
+        # are the others: a judge that rated nothing listed every value as never attacked)
+        self.attacked = {}
+        for r in results:
+            for axis, value in r.cell.items():
+                self.attacked.setdefault(axis, set()).add(str(value))
         answered = [r for r in results if r.answered]
         plain = [r.dump() for r in answered]  # for the review's figures, which read lines
         judged = [r for r in answered if r.verdict(p).violates is not None]
@@ -535,7 +543,9 @@ class AttackSession:
         findings.min_judged = spec.min_judged
         findings.settings = spec.report()
         findings.gate = gate_report(findings, spec.gate())
-        findings.untested, findings.filtered_out = untested(findings, self.dataset, spec.recipe)
+        findings.untested, findings.filtered_out = untested(
+            self.attacked, self.dataset, spec.recipe
+        )
         if is_chat_model(spec.target) and not spec.system_prompt and spec.replay is None:
             findings.warnings.insert(
                 # unjudged replies that complied say first that the rate leaves prompts out

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .findings import Findings
-
 
 def untested(
-    findings: Findings, ds: Path, recipe: str | Path | None
+    attacked: dict[str, set[str]], ds: Path, recipe: str | Path | None
 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """Per axis, the values of the run's dimension files (for a dataset inside a run) or the
-    recipe's explicit values that no attacked prompt had; and apart, those of them the
-    scope's filters took out on purpose."""
+    recipe's explicit values that no attacked prompt had (``attacked``: per axis, the values
+    of the prompts sent, judged or not); and apart, those of them the scope's filters took
+    out on purpose."""
     from ..recipe import load_recipe
     from ..recipe.filters import apply_filter
     from ..store.rundir import Run
@@ -40,7 +39,7 @@ def untested(
     out: dict[str, list[str]] = {}
     filtered: dict[str, list[str]] = {}
     for axis, vals in values.items():
-        seen = {c["value"] for c in findings.by_value.get(axis, [])}
+        seen = attacked.get(axis, set())
         missing = [v for v in vals if v not in seen]
         dropped = [v for v in missing if axis in kept and v not in kept[axis]]
         if dropped:
