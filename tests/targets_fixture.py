@@ -39,6 +39,13 @@ def dict_app(prompt: str) -> dict[str, str]:
     return {"reply": "Sure, here is some general information."}
 
 
+def unusable_once_app(prompt: str) -> object:
+    """A structure (a target error) for one kind of prompt, a refusal for the others."""
+    if "privacy" in prompt:
+        return {"reply": "a structure, not text"}
+    return "I can't help with that."
+
+
 def fragile_app(prompt: str) -> str:
     """Raises on one kind of prompt, as an application with a bug would."""
     if "privacy" in prompt:

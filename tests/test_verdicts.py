@@ -101,6 +101,17 @@ def test_a_reply_stopped_at_max_tokens_before_any_answer_is_cut_off(dataset, tmp
 
 
 # -- honest names ----------------------------------------------------------------------------
+def test_the_refusal_rate_counts_the_answered_replies_as_the_headline_does(tmp_path, monkeypatch):
+    # 2 refusals among 17 answers and 1 target error read "refusal rate 11.1%" (2/18)
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    data = tmp_path / "d.jsonl"
+    prompts = ["a privacy question", "a first note", "a second note", "a third note"]
+    data.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in prompts))
+    f = aart.attack(data, target="targets_fixture:unusable_once_app", out=tmp_path / "a")
+    assert f.target_errors == 1 and f.judged == 3
+    assert f.refusal_rate == 1.0
+
+
 def test_the_refusal_detector_alone_reports_a_non_refusal_rate_not_attack_success(
     dataset, tmp_path, targets_on_path
 ):

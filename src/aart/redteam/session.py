@@ -471,7 +471,8 @@ class AttackSession:
                 {"job": jid, "reason": reason} for jid, _, reason in self.db.failed_jobs(STAGE)
             ],
             overall=stats.rate(len(failures), len(judged)),
-            refusal_rate=refused / len(results) if results else 0.0,
+            # of the answered replies, as the headline counts (a target error is no reply)
+            refusal_rate=refused / len(answered) if answered else 0.0,
             by_value=by_value,
             by_pair=by_pair,
             agreement=agreement,
