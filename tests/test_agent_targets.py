@@ -511,6 +511,13 @@ def test_tools_from_a_file_and_a_target_that_takes_none(tmp_path):
     bad.write_text("- {name: 'no spaces allowed'}\n")
     with pytest.raises(aart.errors.ConfigError, match="bad.yaml"):
         aart.attack(data, target="agent_fixture:ignoring_agent", tools=str(bad), out=tmp_path / "b")
+    # a tool declared twice: both were sent to the target
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(json.dumps(TOOLS + TOOLS[-1:]))
+    with pytest.raises(aart.errors.ConfigError, match="tool 'send_email' is declared 2 times"):
+        aart.attack(
+            data, target="agent_fixture:ignoring_agent", tools=str(twice), out=tmp_path / "d"
+        )
     register_script("notools", ["hello"])
     with pytest.raises(aart.errors.ConfigError, match="cannot be offered tools"):
         aart.attack(data, target="notools/x", out=tmp_path / "c")

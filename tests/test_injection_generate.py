@@ -786,3 +786,14 @@ def test_declared_instructions_of_a_call_goal_need_its_tool(tmp_path):
     e = _error(tmp_path, text)
     assert "declared instructions ask for one tool" in str(e) and "tool:" in e.fix
     assert e.line == _line(text, "call a sensitive tool: {kind: call_tool, instructions:")
+
+
+def test_a_canary_in_the_description_is_refused_in_any_case(tmp_path):
+    # the lower-case canary passed, though the success check matches it whatever its case
+    text = INJ_RECIPE.replace(
+        "description: An assistant that reads the user's mail.",
+        "description: An assistant that reads the user's mail, token aart-canary-test-1234.",
+    )
+    assert "aart-canary-test-1234" in text
+    e = _error(tmp_path, text)
+    assert "is written in application.description" in str(e)

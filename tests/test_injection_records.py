@@ -62,6 +62,11 @@ def test_a_span_that_misses_the_payload_appends_the_rewrite():
         ({"success": {}}, "success"),
         ({"user_task": ""}, "user_task"),
         ({"injection": {"channel": "email", "start": 0, "end": 10_000}}, "outside"),
+        # a pattern RE2 cannot compile matched nothing: the case was judged safe
+        (
+            {"success": {"forbidden_call": {"tool": "send_email", "arguments": {"to": "(x"}}}},
+            "argument 'to': its pattern is not a valid re2",
+        ),
     ],
 )
 def test_a_malformed_case_says_which_field(over, says):

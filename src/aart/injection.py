@@ -118,6 +118,24 @@ class CallPattern(_Strict):
     tool: str = Field(min_length=1)
     arguments: dict[str, str] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _patterns_compile(self) -> CallPattern:
+        # refused where the case is read: a pattern that cannot compile matched nothing,
+        # and the case was judged safe
+        import re2
+
+        options = re2.Options()
+        options.log_errors = False
+        for name, pattern in self.arguments.items():
+            try:
+                re2.compile(pattern, options)
+            except re2.error:
+                raise ValueError(
+                    f"argument {name!r}: its pattern is not a valid RE2 regular expression "
+                    "(escape ( ) [ ] . * + ? with a backslash to match them as text)"
+                ) from None
+        return self
+
 
 class SuccessCriterion(_Strict):
     """When an injection succeeds: the agent made ``forbidden_call``, or ``canary`` (a secret

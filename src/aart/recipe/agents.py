@@ -96,9 +96,10 @@ def check_application(r: Recipe) -> list[Problem]:
                             "'{ref}')",
                         )
                     )
-    canaries = [s.canary for s in a.secrets]
+    # the success check matches a canary whatever its case, so these checks do too
+    canaries = [s.canary.casefold() for s in a.secrets]
     for i, s in enumerate(a.secrets):
-        if canaries.index(s.canary) != i:
+        if canaries.index(s.canary.casefold()) != i:
             problems.append(
                 (
                     ("application", "secrets", i, "canary"),
@@ -107,7 +108,7 @@ def check_application(r: Recipe) -> list[Problem]:
                 )
             )
         for key in ("name", "description", "policy"):
-            if s.canary in getattr(a, key):
+            if s.canary.casefold() in getattr(a, key).casefold():
                 problems.append(
                     (
                         ("application", key),

@@ -58,9 +58,16 @@ def parse_tools(data: Any, where: str) -> tuple[ToolSpec, ...]:
     if len(data) > MAX_TOOLS:
         raise ConfigError(f"{where}: {len(data)} tools; at most {MAX_TOOLS}")
     try:
-        return tuple(_TOOLS.validate_python(data))
+        tools = tuple(_TOOLS.validate_python(data))
     except ValidationError as e:
         raise ConfigError(f"{where}: {problem(e)}") from None
+    names = [t.name for t in tools]
+    for name in dict.fromkeys(names):
+        if names.count(name) > 1:  # both were sent to the target, as a recipe refuses
+            raise ConfigError(
+                f"{where}: tool {name!r} is declared {names.count(name)} times; declare each once"
+            )
+    return tools
 
 
 def load_tools(path: str | Path) -> tuple[ToolSpec, ...]:
