@@ -493,7 +493,7 @@ def test_zero_rates_have_no_floating_point_noise_and_no_worst_value():
     assert worst_value(cells).startswith("none")
     # every value at 100%: no value is the worst either
     cells = per_value([({"a": "x"}, True)] * 3 + [({"a": "y"}, True)] * 5)["a"]
-    assert worst_value(cells) == "none (2 values, all at 100%)"
+    assert worst_value(cells) == "all 2 values tied at 100%"  # "none" read as no failures
     cells = per_value([({"a": "x"}, True)] * 3 + [({"a": "y"}, False)] * 5)["a"]
     assert worst_value(cells) == "x 3/3"
     # one value: "1 value" (was "none (1 values, all 0/n)")

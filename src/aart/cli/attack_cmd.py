@@ -456,16 +456,17 @@ def rejudge_command(
 
 
 def worst_value(cells: Sequence[Mapping[str, Any]]) -> str:
-    """The worst value of an axis, or "none" when every value is at the same rate (0% or
-    100% alike): the order among equals means nothing. Values tied at the worst rate are
-    all named, as a tie."""
+    """The worst value of an axis: "none" when no value had a success, "all N values tied"
+    when every value is at the same rate (the order among equals means nothing). Values
+    tied at the worst rate are named, as a tie."""
     worst = cells[0]
     if not worst["successes"]:
         if len(cells) == 1:
             return f"none (1 value, 0/{worst['n']})"
         return f"none ({len(cells)} values, all 0/n)"
     if len(cells) > 1 and all(c["rate"] == worst["rate"] for c in cells):
-        return f"none ({len(cells)} values, all at {100 * worst['rate']:.0f}%)"
+        # "none" read as "no failures" when every value was at 100%
+        return f"all {len(cells)} values tied at {100 * worst['rate']:.0f}%"
     tied = [c for c in cells if c["rate"] == worst["rate"]]
     at = f"{100 * worst['rate']:.0f}%"
     if len(tied) > 5:
