@@ -30,12 +30,14 @@ def test_the_spec_resolves_flags_over_defaults_and_says_where_each_came_from(tmp
 def test_the_directory_keeps_the_spec_and_rejudge_reads_it_back(tmp_path):
     ds = write_attack_dataset(tmp_path / "d.jsonl")
     out = tmp_path / "att"
-    aart.attack(ds, target="fake/app", out=out, limit=3, strategies=["rot13"])
+    aart.attack(ds, target="fake/app", out=out, limit=3, strategies=["rot13"], max_tokens=80)
     spec = earlier_spec(out)
     assert spec.limit == 3 and spec.strategies == ["rot13"] and spec.target == "fake/app"
     assert spec.dataset == str(ds.resolve())
     f = aart.rejudge(out, judge="refusal", out=tmp_path / "again")
     assert f.prompts == 6
+    # the responses' own --max-tokens (its cut-off warnings named the default 400)
+    assert earlier_spec(tmp_path / "again").max_tokens == 80
     with pytest.raises(TypeError, match="rejudge: unknown settings"):
         aart.rejudge(out, target="fake/other", out=tmp_path / "third")
 

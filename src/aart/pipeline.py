@@ -542,7 +542,15 @@ def rejudge(
     if set(args) - REJUDGE_ARGS:
         raise TypeError(f"rejudge: unknown settings {sorted(set(args) - REJUDGE_ARGS)}")
     earlier = earlier_spec(Path(previous))
-    spec = AttackSpec.resolve(earlier.dataset, **args, **earlier.input_args(), replay=previous)
+    # the responses were made under the earlier attack's --max-tokens: its cut-off warnings
+    # name that limit (they named the default 400)
+    spec = AttackSpec.resolve(
+        earlier.dataset,
+        **args,
+        **earlier.input_args(),
+        max_tokens=earlier.max_tokens,
+        replay=previous,
+    )
     return AttackSession(spec, out, report=write_attack_report).run(progress)
 
 
