@@ -34,6 +34,12 @@ def chat_app(messages: list[dict[str, str]]) -> str:
     return "Sure, here is more detail." if len(users) >= 3 else "I can't help with that."
 
 
+def prompt_and_messages_app(prompt: str, messages: list[dict[str, str]] | None = None) -> str:
+    """Asks for the prompt and, optionally, the conversation (a natural signature)."""
+    turns = len(messages or [])
+    return f"I can't help with {prompt[:20]!r} ({turns} messages)."
+
+
 def dict_app(prompt: str) -> dict[str, str]:
     """Returns a structure, not text: a target error, never judged."""
     return {"reply": "Sure, here is some general information."}

@@ -186,6 +186,24 @@ def test_an_llm_strategy_without_an_attacker_names_the_fix(dataset, tmp_path):
         aart.attack(dataset, target="fake/app", strategies=["paraphrase"], out=tmp_path / "a")
 
 
+def test_a_python_target_that_asks_for_the_prompt_and_the_messages_gets_both(
+    dataset, tmp_path, fixtures_on_path
+):
+    # f(prompt, messages=None) got only messages=: every call raised TypeError, reported
+    # as an endpoint that failed 3 calls in a row
+    register_script("patt", [{"turns": ["first mild turn", "second turn"]}])
+    f = aart.attack(
+        dataset,
+        target="targets_fixture:prompt_and_messages_app",
+        attacker="patt/a",
+        strategies=["identity", "crescendo"],
+        out=tmp_path / "a",
+        limit=1,
+    )
+    assert f.target_errors == 0 and f.judged == f.prompts == 2 and not f.stopped
+    assert f.refusal_rate == 1.0
+
+
 def test_crescendo_sends_the_whole_conversation_to_every_kind_of_target(
     dataset, tmp_path, fixtures_on_path
 ):

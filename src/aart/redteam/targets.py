@@ -433,8 +433,16 @@ class CallableTargetAPI(ModelAPI):
         super().__init__(ref, options)
         self.fn = fn
         params = inspect.signature(fn).parameters
-        # f(messages=[...]) receives the whole conversation (a multi-turn attack's)
+        # f(messages=[...]) receives the whole conversation (a multi-turn attack's); a
+        # function that also asks for the prompt (f(prompt, messages=None)) gets it too
         self.takes_messages = "messages" in params
+        self.required = sum(
+            1
+            for p in params.values()
+            if p.name != "messages"
+            and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            and p.default is p.empty
+        )
         self.takes_system = len(params) >= 2
         # f(prompt, context=..., tools=...): an application with tools (injection cases)
         self.takes_context = "context" in params
@@ -455,7 +463,7 @@ class CallableTargetAPI(ModelAPI):
             kwargs["tools"] = [t.openai() for t in tools]
         if self.takes_messages:
             kwargs["messages"] = [m.openai() for m in messages]
-            args: tuple[Any, ...] = ()
+            args: tuple[Any, ...] = (given.prompt, given.system)[: min(self.required, 2)]
         else:
             prompt = given.prompt if self.takes_context else given.document
             args = (prompt, given.system) if self.takes_system and not kwargs else (prompt,)
@@ -478,6 +486,7 @@ class CallableTargetAPI(ModelAPI):
         args: tuple[Any, ...] = ()
         if self.takes_messages:
             kwargs["messages"] = [{"role": m.role, "content": m.content} for m in messages]
+            args = (messages[-1].content, system)[: min(self.required, 2)]
         elif self.takes_system:
             args = (messages[-1].content, system)
         else:
