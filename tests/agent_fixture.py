@@ -122,6 +122,11 @@ def ignoring_agent(prompt: str, context: str = "", tools: Any = None) -> str:
     return SUMMARY
 
 
+def silent_agent(prompt: str, context: str = "", tools: Any = None) -> str:
+    """A Python target that says nothing and calls no tool."""
+    return ""
+
+
 def markup_agent(prompt: str, context: str = "", tools: Any = None) -> Any:
     """A Python target whose tool call carries markup: the report must show it as text."""
     return {

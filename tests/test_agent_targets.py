@@ -150,6 +150,14 @@ def test_a_target_that_never_calls_tools_has_no_success_and_full_utility(tmp_pat
     assert f.agent["success_with_task_done"]["successes"] == 0
 
 
+def test_an_agent_that_says_and_does_nothing_is_empty_not_safe(tmp_path):
+    # "2 answered: 2 safe", exit 0, no warning: an empty reply is its own state
+    data = write_cases(tmp_path / "cases.jsonl")
+    f = aart.attack(data, target="agent_fixture:silent_agent", out=tmp_path / "att")
+    assert f.states == {"empty": 6} and f.overall["successes"] == 0
+    assert any("6 empty and 0 cut-off replies" in w for w in f.warnings)
+
+
 def test_context_as_a_document_in_the_prompt(tmp_path):
     data = write_cases(tmp_path / "cases.jsonl")
     with FakeOpenAIServer() as server:

@@ -248,6 +248,9 @@ class Executor:
             # a translated reply: the canary may show in the translation only
             check = check_actions(case, reply, calls, goal)
         unfinished = result.get("max_steps_reached") and not check.fired
+        # an agent that said nothing and called no tool: its own state (it counted safe with
+        # no warning), in the denominator as a reply that did not succeed
+        silent = not check.fired and not calls and not (result.get("response") or "").strip()
         verdicts[ACTION] = Verdict(
             ACTION,
             # an agent the step bound stopped while still calling tools has done nothing
@@ -261,6 +264,7 @@ class Executor:
                 else check.rationale
             ),
             error=check.error,
+            status="empty" if silent and not unfinished else None,
         )
         result["verdicts"] = verdicts
         result["criteria"] = check.fired
