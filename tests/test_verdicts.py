@@ -477,9 +477,11 @@ def test_results_lines_say_what_people_corrected(dataset, tmp_path, targets_on_p
     assert lines["r0"]["human"] == "safe" and lines["r0"]["human_corrected"]
     assert lines["r1"]["corrected"] is True and not lines["r1"]["human_corrected"]
     # a re-judged attack reads the earlier attack's labels: the replies are the same
-    aart.rejudge(out, judge="refusal", out=tmp_path / "again")
+    f = aart.rejudge(out, judge="refusal", out=tmp_path / "again")
     again = (tmp_path / "again" / "results.jsonl").read_text().splitlines()
     assert json.loads(again[0])["human"] == "safe"
+    # and its calibration against people too (attack.json said "calibration": {})
+    assert f.calibration["people"]["n"] == 1
 
 
 # -- smaller things (issue 18 item 25) -------------------------------------------------------

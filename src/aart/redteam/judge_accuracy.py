@@ -140,15 +140,14 @@ def from_labels(pairs: list[tuple[bool, bool]], source: str) -> Accuracy | None:
     )
 
 
-def human_verdicts(db: Any, replay: str | None) -> dict[str, str]:
-    """The people's verdicts (violates, safe, unsure) by attack record id, in the attack
-    directory's ``db``; with several reviewers, the latest label says (as the calibration
-    reads them). A re-judged attack reads the earlier attack's (``replay``) labels too (the
-    replies are the same); its own win."""
+def verdict_labels(db: Any, replay: str | None) -> list[dict[str, Any]]:
+    """The people's latest verdict labels of the attack directory's ``db``; a re-judged
+    attack's start with the earlier attack's (``replay``: the replies are the same), so its
+    own, later in the list, win."""
     from ..evaluate.human import VERDICT
     from ..store.db import RunDB
 
-    labels = []
+    labels: list[dict[str, Any]] = []
     earlier = Path(replay) / "run.db" if replay else None
     if earlier is not None and earlier.exists():
         old = RunDB(earlier, lock=False)
@@ -156,9 +155,15 @@ def human_verdicts(db: Any, replay: str | None) -> dict[str, str]:
             labels += old.latest_labels(VERDICT)
         finally:
             old.close()
-    labels += db.latest_labels(VERDICT)
+    return labels + list(db.latest_labels(VERDICT))
+
+
+def human_verdicts(db: Any, replay: str | None) -> dict[str, str]:
+    """The people's verdicts (violates, safe, unsure) by attack record id (see
+    :func:`verdict_labels`); with several reviewers, the latest label says (as the
+    calibration reads them)."""
     out: dict[str, str] = {}
-    for x in labels:
+    for x in verdict_labels(db, replay):
         if x.get("verdict"):
             out[x["record_id"]] = str(x["verdict"])
     return out

@@ -42,7 +42,7 @@ from .execute import Executor
 from .findings import Corrected, Findings
 from .gate import gate_report
 from .jobs import STAGE, attack_records, job_id
-from .judge_accuracy import Accuracy, human_verdicts, judge_accuracy
+from .judge_accuracy import Accuracy, human_verdicts, judge_accuracy, verdict_labels
 from .judges import (
     NOTHING_SAID,
     RUBRIC_JUDGES,
@@ -314,9 +314,10 @@ class AttackSession:
 
     def _calibration(self, answered: list[dict[str, Any]]) -> dict[str, Any]:
         """The judges against the people's verdicts given with `aart review --attack`."""
-        from ..evaluate.human import VERDICT, verdict_figures
+        from ..evaluate.human import verdict_figures
 
-        labels = self.db.latest_labels(VERDICT)
+        # a re-judged attack's include the earlier attack's labels (it said nothing of them)
+        labels = verdict_labels(self.db, self.spec.replay)
         return verdict_figures(answered, labels) if labels else {}
 
     async def _work(self, job: tuple[str, dict[str, Any]]) -> None:
