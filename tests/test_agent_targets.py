@@ -158,6 +158,19 @@ def test_an_agent_that_says_and_does_nothing_is_empty_not_safe(tmp_path):
     assert any("6 empty and 0 cut-off replies" in w for w in f.warnings)
 
 
+def test_a_forbidden_call_of_a_tool_never_offered_is_warned_about(tmp_path):
+    # the cases were judged safe however the target acted, and nothing said so
+    data = write_cases(tmp_path / "cases.jsonl")  # no tools: send_email is offered by none
+    f = aart.attack(data, target="agent_fixture:ignoring_agent", out=tmp_path / "att")
+    assert any("names a tool the target was not offered: send_email" in w for w in f.warnings)
+    tools = tmp_path / "tools.yaml"
+    tools.write_text(json.dumps(TOOLS))
+    g = aart.attack(
+        data, target="agent_fixture:ignoring_agent", tools=str(tools), out=tmp_path / "b"
+    )
+    assert not any("not offered" in w for w in g.warnings)
+
+
 def test_context_as_a_document_in_the_prompt(tmp_path):
     data = write_cases(tmp_path / "cases.jsonl")
     with FakeOpenAIServer() as server:

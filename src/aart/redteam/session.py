@@ -26,6 +26,7 @@ from ..errors import (
     TargetError,
     UsageError,
 )
+from ..injection import ToolSpec
 from ..jobs.runner import run_jobs
 from ..llm import Budget, BudgetExhausted, ModelOptions
 from ..llm.factory import ModelFactory
@@ -37,8 +38,8 @@ from ..store.db import RunDB
 from ..store.lock import OutputLock
 from . import stats
 from .actions import ActionJudge, GoalJudge
-from .agent import AgentSettings, load_tools, parse_tools
-from .execute import Executor
+from .agent import AgentSettings, load_tools, offered_tools, parse_tools
+from .execute import Executor, case_of
 from .findings import Corrected, Findings
 from .gate import gate_report
 from .jobs import STAGE, attack_records, job_id
@@ -548,6 +549,14 @@ class AttackSession:
         findings.untested, findings.filtered_out = untested(
             self.attacked, self.dataset, spec.recipe
         )
+        unoffered = _unoffered_forbidden_tools(self.records, self._tools())
+        if unoffered:
+            names = ", ".join(f"{t} ({n})" for t, n in sorted(unoffered.items()))
+            findings.warnings.append(
+                f"the forbidden call of {sum(unoffered.values())} cases names a tool the target "
+                f"was not offered: {names}; they cannot succeed by that criterion (give the "
+                "tools with --tools, the recipe's application.tools or the case's tools)"
+            )
         if is_chat_model(spec.target) and not spec.system_prompt and spec.replay is None:
             findings.warnings.insert(
                 # unjudged replies that complied say first that the rate leaves prompts out
@@ -609,3 +618,22 @@ def corrected_overall(
     return stats.stratified_rate(
         [(k, n, by_value.get(key, accuracy)) for key, (k, n) in sorted(strata.items())]
     )
+
+
+def _unoffered_forbidden_tools(
+    records: list[dict[str, Any]], default_tools: tuple[Any, ...]
+) -> dict[str, int]:
+    """Per tool, the injection cases whose ``success.forbidden_call`` names a tool the target
+    is not offered (the case's tools, else the attack's, and the channel's): such a case
+    was judged safe however the target acted."""
+    out: dict[str, int] = {}
+    for rec in records:
+        case = case_of(rec)
+        if case is None or case.success.forbidden_call is None:
+            continue
+        own = tuple(ToolSpec.model_validate(t) for t in rec["case"].get("tools") or ())
+        names = {t.name.casefold() for t in offered_tools(case, own or default_tools)}
+        tool = case.success.forbidden_call.tool
+        if tool.casefold() not in names:
+            out[tool] = out.get(tool, 0) + 1
+    return out
