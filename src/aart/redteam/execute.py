@@ -37,6 +37,12 @@ def case_of(rec: dict[str, Any]) -> InjectionCase | None:
     return InjectionCase.of({"prompt": rec["prompt"], **raw})
 
 
+def case_tools(rec: dict[str, Any], default: tuple[ToolSpec, ...]) -> tuple[ToolSpec, ...]:
+    """The tools an injection record's case declares, else the attack's (``default``)."""
+    own = tuple(ToolSpec.model_validate(t) for t in rec["case"].get("tools") or ())
+    return own or default
+
+
 PROMPT_SCHEMA = {
     "type": "object",
     "properties": {"prompt": {"type": "string", "minLength": 1}},
@@ -77,8 +83,7 @@ class Executor:
         case = case_of(rec)
         if case is None:
             return await self._run_plain(job, rec, strategy)
-        tools = tuple(ToolSpec.model_validate(t) for t in rec["case"].get("tools") or ())
-        self.cases[job] = (case, tools or self.agent.tools)
+        self.cases[job] = (case, case_tools(rec, self.agent.tools))
         try:
             if isinstance(self.target.api, ReplayAPI):
                 saved = dict(self.target.api.lookup(rec["prompt"], strategy.label))

@@ -26,7 +26,6 @@ from ..errors import (
     TargetError,
     UsageError,
 )
-from ..injection import ToolSpec
 from ..jobs.runner import run_jobs
 from ..llm import Budget, BudgetExhausted, ModelOptions
 from ..llm.factory import ModelFactory
@@ -39,7 +38,7 @@ from ..store.lock import OutputLock
 from . import stats
 from .actions import ActionJudge, GoalJudge
 from .agent import AgentSettings, load_tools, offered_tools, parse_tools
-from .execute import Executor, case_of
+from .execute import Executor, case_of, case_tools
 from .findings import Corrected, Findings
 from .gate import gate_report
 from .jobs import STAGE, attack_records, job_id
@@ -611,12 +610,9 @@ def corrected_overall(
         s = strata.setdefault(key, [0, 0])
         s[0] += success
         s[1] += 1
-    figures = {by_value.get(key, accuracy) for key in strata}
-    if len(figures) <= 1:
-        total = [sum(c) for c in zip(*strata.values(), strict=True)] or [0, 0]
-        return stats.corrected_rate(total[0], total[1], next(iter(figures), accuracy))
     return stats.stratified_rate(
-        [(k, n, by_value.get(key, accuracy)) for key, (k, n) in sorted(strata.items())]
+        [(k, n, by_value.get(key, accuracy)) for key, (k, n) in sorted(strata.items())],
+        default=accuracy,
     )
 
 
@@ -631,8 +627,7 @@ def _unoffered_forbidden_tools(
         case = case_of(rec)
         if case is None or case.success.forbidden_call is None:
             continue
-        own = tuple(ToolSpec.model_validate(t) for t in rec["case"].get("tools") or ())
-        names = {t.name.casefold() for t in offered_tools(case, own or default_tools)}
+        names = {t.name.casefold() for t in offered_tools(case, case_tools(rec, default_tools))}
         tool = case.success.forbidden_call.tool
         if tool.casefold() not in names:
             out[tool] = out.get(tool, 0) + 1

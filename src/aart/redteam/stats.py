@@ -178,20 +178,24 @@ def _binomial_posterior(k: int, n: int) -> np.ndarray:
 
 
 def stratified_rate(
-    strata: list[tuple[int, int, Accuracy]], seed: int = 0, draws: int = 20_000
+    strata: list[tuple[int, int, Accuracy]],
+    seed: int = 0,
+    draws: int = 20_000,
+    default: Accuracy | None = None,
 ) -> Corrected:
     """The overall rate corrected stratum by stratum, each (successes, n) with its judge's
     own figures (a language's, where the judge errs more in it): the point is the strata's
     corrected rates weighted by their sizes, the 95% interval that of the weighted sum of
     draws from each stratum's posterior. One stratum, or one figure for all, is
-    :func:`corrected_rate` of the totals."""
+    :func:`corrected_rate` of the totals (none with replies: of nothing, by ``default``)."""
     strata = [(k, n, a) for k, n, a in strata if n]
     total = sum(n for _, n, _ in strata)
     figures = {a for _, _, a in strata}
-    if len(figures) == 1:
-        return corrected_rate(sum(k for k, _, _ in strata), total, figures.pop(), seed)
-    if not figures:
-        raise ValueError("stratified_rate needs at least one stratum with replies")
+    if len(figures) <= 1:
+        acc = next(iter(figures), default)
+        if acc is None:
+            raise ValueError("stratified_rate of no replies needs a default accuracy")
+        return corrected_rate(sum(k for k, _, _ in strata), total, acc, seed)
     points = [rogan_gladen(k / n, a.sensitivity, a.specificity) for k, n, a in strata]
     rng = np.random.default_rng(seed)
     mixed = np.zeros(draws)

@@ -381,6 +381,12 @@ def languages_to_name(recipe: Recipe) -> list[str]:
     return [x for x in langs if base(x) != "en"] if len(langs) > 1 else []
 
 
+def given_name(value: Value, lang: str) -> str:
+    """The value's name in ``lang`` that the recipe or a person gave, or that of its base
+    language (es for es-MX); "" when Step 1 must ask for it."""
+    return value.names.get(lang) or value.names.get(base(lang)) or ""
+
+
 def clean_name(raw: object, max_words: int) -> str:
     """A value's name in another language as the model gave it, trimmed and lowercased; ""
     when it is not one short name (a list, a sentence, an explanation)."""
@@ -424,8 +430,8 @@ async def name_values(
     d = recipe.define
     for lang in languages_to_name(recipe):
         for v in out:  # es-MX takes the recipe's es names: no call asks for them again
-            if not v.names.get(lang) and v.names.get(base(lang)):
-                v.names[lang] = v.names[base(lang)]
+            if given_name(v, lang):
+                v.names[lang] = given_name(v, lang)
         todo = [v for v in out if not v.names.get(lang)]
         for start in range(0, len(todo), NAMES_PER_CALL):
             part = todo[start : start + NAMES_PER_CALL]

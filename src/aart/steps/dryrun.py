@@ -11,9 +11,9 @@ from ..llm.factory import FREE_PROVIDERS
 from ..llm.providers.base import check_model_name
 from ..recipe import Recipe, Value, load_recipe
 from ..recipe.filters import apply_filter
-from ..recipe.languages import LANGUAGE_AXIS, base
+from ..recipe.languages import LANGUAGE_AXIS
 from .common import recipe_prices
-from .define import NAMES_PER_CALL, languages_to_name
+from .define import NAMES_PER_CALL, given_name, languages_to_name
 from .prompting import completion_estimate, render_messages
 from .scope import build_blueprint
 from .verify import verify_estimate
@@ -53,11 +53,8 @@ def dry_run(
     for name, dim in r.dimensions.items():
         if dim.values is not None:
             vals = [v.value for v in dim.values]
-            unnamed = {  # es-MX takes the recipe's es names
-                lang: sum(
-                    1 for v in dim.values if not (v.names.get(lang) or v.names.get(base(lang)))
-                )
-                for lang in to_name
+            unnamed = {
+                lang: sum(1 for v in dim.values if not given_name(v, lang)) for lang in to_name
             }
         else:
             spec = dim.enumerate

@@ -106,18 +106,17 @@ def check_code(code: str) -> str:
     """``code`` as written when it names a known language; else ValueError saying why."""
     if not isinstance(code, str) or not code.strip():
         raise ValueError("a language is blank; write an ISO 639-1 code such as en, es, fr, de")
-    m = _CODE.match(code.strip())
-    low = _CODE.match(code.strip()[:3].lower() + code.strip()[3:])
-    if (not m or m.group(1) not in NAMES) and low and low.group(1) in NAMES:
-        raise ValueError(
-            f"language {code!r}: write the language part in lower case ({low.group(0)!r})"
-        )
-    if not m or m.group(1) not in NAMES:
-        raise ValueError(
-            f"unknown language {code!r}; write an ISO 639-1 code such as en, es, fr, de "
-            "(optionally with a region: pt-BR)"
-        )
-    return code.strip()
+    text = code.strip()
+    m = _CODE.match(text)
+    if m and m.group(1) in NAMES:
+        return text
+    low = _CODE.match(text[:3].lower() + text[3:])
+    if low and low.group(1) in NAMES:
+        raise ValueError(f"language {code!r}: write the language part in lower case ({low[0]!r})")
+    raise ValueError(
+        f"unknown language {code!r}; write an ISO 639-1 code such as en, es, fr, de "
+        "(optionally with a region: pt-BR)"
+    )
 
 
 def base(code: str) -> str:
