@@ -171,6 +171,24 @@ def test_a_forbidden_call_of_a_tool_never_offered_is_warned_about(tmp_path):
     assert not any("not offered" in w for w in g.warnings)
 
 
+def test_an_edited_success_criterion_is_judged_again_on_resume(tmp_path):
+    """The attack's jobs were keyed by the prompt alone: after the forbidden call's pattern was
+    corrected, re-running kept the old verdict of every case."""
+    data = write_cases(tmp_path / "cases.jsonl", tools=True)
+    with FakeOpenAIServer() as server:
+        obey_rules(server)
+        f = aart.attack(data, target="openai/fake", base_url=server.base_url, out=tmp_path / "a")
+        assert f.agent["criteria"] == {"canary": 1, "forbidden_call": 1}
+        lines = [json.loads(x) for x in data.read_text().splitlines()]
+        for line in lines:
+            if "forbidden_call" in line["success"]:
+                line["success"]["forbidden_call"]["arguments"]["to"] = r"nobody@example\.test"
+        data.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        f = aart.attack(data, target="openai/fake", base_url=server.base_url, out=tmp_path / "a")
+    assert f.agent["criteria"] == {"canary": 1} and f.judged == 6
+    assert len(_results(tmp_path / "a")) == 6  # the old verdicts are not listed beside
+
+
 def test_context_as_a_document_in_the_prompt(tmp_path):
     data = write_cases(tmp_path / "cases.jsonl")
     with FakeOpenAIServer() as server:

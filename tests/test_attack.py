@@ -13,10 +13,16 @@ from aiohttp import web
 from conftest import ATTACK_PROMPTS, wait_until, write_attack_dataset
 
 import aart
-from aart.errors import ConfigError
-from aart.llm import register_script
+from aart.errors import ConfigError, ProviderError, TargetError
+from aart.llm import ModelOptions, register_script
 from aart.redteam.stats import agreement, per_pair, per_value, wilson
-from aart.redteam.targets import json_path, render_body
+from aart.redteam.targets import (
+    FieldAbsent,
+    HTTPTargetAPI,
+    HTTPTargetSpec,
+    json_path,
+    render_body,
+)
 from aart.testing import FakeOpenAIServer
 
 PROMPTS = ATTACK_PROMPTS
@@ -136,6 +142,28 @@ def test_render_body_and_json_path():
     assert body == {"input": {"text": 'say "hi"'}, "n": 1, "sys": "s"}
     assert json_path({"data": {"choices": [{"text": "ok"}]}}, "$.data.choices[0].text") == "ok"
     assert json_path({"a-b": {"c": 1}}, "$['a-b'].c") == 1
+
+
+def test_a_reply_path_may_miss_beside_tool_calls_only_at_its_last_key():
+    """An agent that acted and said nothing may leave its reply out or null; a reply path that
+    misses before its last key is a typo, and took every reply of a tool-calling target for
+    empty (a canary in them unseen) instead of failing the job."""
+    target = HTTPTargetAPI(
+        HTTPTargetSpec(url="http://127.0.0.1:1/x", reply="$.choices[0].message.content"),
+        ModelOptions(),
+    )
+    acted = {"choices": [{"message": {"tool_calls": []}}]}
+    assert target._reply(acted, "", absent_ok=True) == ""
+    assert target._reply({"choices": [{"message": {"content": None}}]}, "") == ""
+    with pytest.raises(TargetError, match="not found"):
+        target._reply(acted, "")  # no call made: a reply is expected
+    with pytest.raises(TargetError, match="not found"):
+        target._reply({"choice": [{"message": {"content": "a canary"}}]}, "", absent_ok=True)
+    with pytest.raises(FieldAbsent):
+        json_path({"a": {}}, "$.a.b")
+    with pytest.raises(ProviderError) as e:
+        json_path({"a": {}}, "$.x.b")
+    assert not isinstance(e.value, FieldAbsent)
 
 
 class AppServer:

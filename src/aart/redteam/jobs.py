@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -118,8 +119,11 @@ def strategy_list(specs: list[str]) -> list[Strategy]:
 
 
 def job_id(r: dict[str, Any]) -> str:
-    """The run.db job of an attack record: its position, its prompt's hash, its strategy
-    (the control's ids are those earlier versions gave every prompt)."""
+    """The run.db job of an attack record: its position, its prompt's hash, its injection
+    case's hash (an edited document, payload or success criterion is a new job, not the old
+    verdict), its strategy (the control's ids are those earlier versions gave every prompt)."""
     base = f"{r['index']:06d}-{text_hash(r['prompt'])[:8]}"
+    if r.get("case"):
+        base += "-" + text_hash(json.dumps(r["case"], sort_keys=True))[:8]
     strategy = r.get("strategy", IDENTITY)
     return base if strategy == IDENTITY else f"{base}-{strategy}"

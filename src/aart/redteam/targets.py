@@ -189,6 +189,12 @@ def _turns(messages: list[Message]) -> list[dict[str, str]]:
 _PATH_PART = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\['([^']+)'\]")
 
 
+class FieldAbsent(ProviderError):
+    """A path's last key is absent from an object its path before it found: the application
+    left the field out (an agent that acted and said nothing may), where any other miss is a
+    wrong path."""
+
+
 def json_path(data: Any, path: str) -> Any:
     """A JSONPath subset: $.a.b[0]['c-d']."""
     if not path.startswith("$"):
@@ -202,7 +208,10 @@ def json_path(data: Any, path: str) -> Any:
         try:
             cur = cur[int(m.group(2))] if m.group(2) is not None else cur[key]
         except (KeyError, IndexError, TypeError) as e:
-            raise ProviderError(f"reply path {path!r} not found in the response ({e!r})") from e
+            last = m.end() == len(path) and isinstance(cur, dict) and key is not None
+            raise (FieldAbsent if last else ProviderError)(
+                f"reply path {path!r} not found in the response ({e!r})"
+            ) from e
         pos = m.end()
     return cur
 
@@ -337,19 +346,24 @@ class HTTPTargetAPI(ModelAPI):
             except ProviderError:
                 found = []  # no call made: the application may leave the field out
             calls = found if isinstance(found, list) else []
-        try:
-            reply = self._reply(data, text)
-        except TargetError:
-            if not calls:
-                raise
-            reply = ""  # it acted and said nothing
-        return RawResponse(text=reply, tool_calls=parse_tool_calls(calls))
+        # it acted and said nothing: the reply's field left out (or null) beside its calls;
+        # a path that misses before its last key is wrong, calls or not (a typo there would
+        # make every reply empty, and a canary in them unseen)
+        return RawResponse(
+            text=self._reply(data, text, absent_ok=bool(calls)), tool_calls=parse_tool_calls(calls)
+        )
 
-    def _reply(self, data: Any, text: str) -> str:
+    def _reply(self, data: Any, text: str, absent_ok: bool = False) -> str:
         try:
             reply = json_path(data, self.spec.reply)
+        except FieldAbsent as e:
+            if absent_ok:
+                return ""
+            raise TargetError(f"{e}; its reply began {text[:120]!r}") from e
         except ProviderError as e:
             raise TargetError(f"{e}; its reply began {text[:120]!r}") from e
+        if reply is None:  # an OpenAI-style message that only called tools: content null
+            return ""
         return reply if isinstance(reply, str) else json.dumps(reply)
 
     async def _post(self, body: Any) -> tuple[Any, str]:
