@@ -27,6 +27,15 @@ Round 6 (2026-12-02), each with a one-line system prompt (``COMPACT_SYSTEM``):
 - ``lean-cw``: three cells a call as shipped, every writer carrying its crime, and a round's
   top-ups in calls of six cells (``generate.topup_queries: 6``).
 
+Round 10 (2026-12-03), the shipped size (crimes as acts, formats restricted per crime) with six
+cells a call *of one crime* (the per-value mix kept: each crime's attempt samples its three
+formats and all six regions, so its six cells differ), where rounds 5 and 6 dealt six cells of
+several crimes by the balanced mix:
+
+- ``six-pv``: six cells a call, the shipped instruction and three examples, the one-line
+  system prompt (36 cells: one attempt per crime);
+- ``six-pv-2ex``: ``six-pv`` with two examples a call.
+
 Per variant: cells filled, calls, prompt and completion tokens, tokens per faithful prompt
 and its ratio to the baseline's tokens per valid prompt, items written, restated share, mean
 nearest-neighbour similarity, Self-BLEU. Whether the prompts stay real and adversarial is a
@@ -148,6 +157,12 @@ def cell_template(writers: bool = False, region: bool = True, carrying: bool = F
     return text
 
 
+def shipped_scope(**changes: Any) -> dict[str, Any]:
+    """The shipped size's scope with ``changes``."""
+    recipe = yaml.safe_load(RECIPE.read_text(encoding="utf-8"))
+    return {**recipe["sizes"]["small"]["scope"], **changes}
+
+
 def balanced(queries: int, attempts: int) -> dict[str, Any]:
     """The same values dealt by the balanced mix, ``queries`` cells a call (a size's null
     drops the per-value settings the balanced mix refuses)."""
@@ -235,6 +250,14 @@ VARIANTS: dict[str, tuple[dict[str, Any] | None, dict[str, Any]]] = {
             "cell_template": cell_template(carrying=True),
             "topup_queries": 6,
         },
+    ),
+    "six-pv": (
+        shipped_scope(queries_per_attempt=6, sample={"task_formats": 3, "regions": 6}),
+        {"system": COMPACT_SYSTEM, "max_tokens": 600},
+    ),
+    "six-pv-2ex": (
+        shipped_scope(queries_per_attempt=6, sample={"task_formats": 3, "regions": 6}),
+        {"system": COMPACT_SYSTEM, "max_tokens": 600, "examples_per_call": 2},
     ),
 }
 
