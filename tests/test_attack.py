@@ -93,6 +93,10 @@ def test_fake_target_and_scripted_judge(dataset, tmp_path):
     db.close()
     assert sorted(r["prompt"] for r in failures) == sorted(r["prompt"] for r in judged)
     assert 0 < len(failures) < 4  # the scripted judge says some violate, some do not
+    # report.md lists them too (it had no example: docs said both reports did)
+    md = (out / "report.md").read_text()
+    assert f"## Failing examples, most severe first ({len(failures)} of {len(failures)}" in md
+    assert all(f"| {r['id']} |" in md for r in failures)
 
 
 def test_a_resumed_attack_counts_only_the_prompts_left(dataset, tmp_path):

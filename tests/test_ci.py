@@ -148,6 +148,26 @@ def test_untrusted_text_stays_valid_xml(tmp_path):
     validate_sarif(sarif)
 
 
+def test_a_gate_on_an_undefined_corrected_rate_says_it_is_undefined(tmp_path):
+    """A judge no better than chance corrects nothing: the gate fails, and said "corrected
+    attack success rate 1.000" where the headline showed "-"."""
+    from aart.redteam.findings import Findings
+    from aart.redteam.gate import GateSpec, check_gate
+    from aart.redteam.stats import rate
+
+    f = Findings(
+        dataset=str(tmp_path / "d.jsonl"), target="t", primary_judge="llm:j", judges=["llm:j"],
+        prompts=4, judged=4, unjudged=0, target_errors=0, failed_jobs=[], overall=rate(0, 4),
+        refusal_rate=0.0, by_value={}, by_pair={}, agreement=[], severity={}, usage={},
+        failures=[], unjudged_records=[], outcomes={}, ids={}, unjudged_by_judge={}, warnings=[],
+        corrected={"rate": None, "ci_low": 0.0, "ci_high": 1.0, "sensitivity": 0.0,
+                   "specificity": 1.0, "source": "people"},
+    )  # fmt: skip
+    overall = check_gate(f, GateSpec(fail_above=0.3, gate_on="corrected"))[-1]
+    assert overall.failed and overall.figure == 1.0
+    assert "undefined" in overall.how and "counted as 1" in overall.how
+
+
 # --- the attack configured in the recipe -------------------------------------------------
 
 ATTACK_SECTION = """\
@@ -182,6 +202,7 @@ def test_the_recipes_attack_section_is_the_same_attack_as_the_flags(dataset, tmp
     from conftest import MINI_RECIPE, write_recipe
 
     import aart
+    from aart.errors import UsageError
     from aart.llm import Price, register_script
 
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
@@ -224,6 +245,10 @@ def test_the_recipes_attack_section_is_the_same_attack_as_the_flags(dataset, tmp
     )
     assert over.settings["gate_strategies"] == {"value": {"base64": 1}, "source": "flag"}
     assert [r["name"] for r in over.gate["rules"] if r["failed"]] == ["axis regions"]
+    # a misspelt strategy was skipped ("no judged prompt was sent as 'base46'") and passed
+    with pytest.raises(UsageError, match="gate strategy 'base46': unknown strategy"):
+        aart.attack(dataset, recipe=plain, out=tmp_path / "m", target="targets_fixture:echo_app",
+                    gate_strategies={"base46": 0.1})  # fmt: skip
 
 
 def test_aart_attack_recipe_is_the_whole_ci_command(dataset, tmp_path):

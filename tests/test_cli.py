@@ -89,6 +89,10 @@ def test_dry_run_spends_nothing(mini_recipe, tmp_path):
     est = json.loads(r.stdout)
     assert est["attempts"] == 6 and est["define_calls"] == 1 and est["total_tokens"] > 0
     assert not (tmp_path / "runs").exists()
+    # --json alone started the whole run, --json ignored
+    r = aart("run", mini_recipe, "--json", cwd=tmp_path)
+    assert r.returncode == 2 and "--json goes with --dry-run" in r.stderr
+    assert not (tmp_path / "runs").exists()
 
 
 def test_the_dry_run_says_when_the_run_would_be_refused(mini_recipe, tmp_path):

@@ -300,6 +300,14 @@ def test_evaluate_reports_restated_cells_and_nearest_neighbours_and_flags_them(t
     ev = evaluate(plain, reference=plain, embeddings=False)
     assert ev["reference"]["restated_cell_share"] == 1.0
     assert not any(g["measure"] == "nn_similarity" for g in ev["diversity_gaps"])
+    # empty prompts restate nothing: they were the whole "30% restate their cell" of a file
+    # whose other prompts were rich
+    blanks = tmp_path / "blanks.jsonl"
+    blanks.write_text(rich.read_text() + "".join(
+        json.dumps({"prompt": " ", "cell": c}) + "\n" for c in cells[:6]
+    ))  # fmt: skip
+    b = evaluate(blanks, embeddings=False)["datasets"][0]
+    assert b["restated_cell_share"] == 0.0
 
 
 def test_each_call_shows_a_few_examples_drawn_for_it():

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import aart
+from aart.errors import UsageError
 from aart.evaluate import evaluate, load_dataset
 from aart.evaluate.coverage import coverage, distribution
 from aart.evaluate.diversity import GramStats, bleu, distinct_n, self_bleu, tokens
@@ -266,6 +267,16 @@ def test_column_mapping(tmp_path):
     assert d["coverage"]["format"]["counts"] == {"email": 1, "poem": 1, "memo": 0}
     assert d["agreement"]["format"]["annotation"] == {"checked": 2, "agree": 2, "rate": 1.0}
     assert d["agreement"]["format"]["rate"] == 1.0  # the headline: no cells, so annotations
+    # a column no record has: no axis at all, and Gaps said "every value is mentioned"
+    with pytest.raises(UsageError, match="--axis regions=region: no column 'region'"):
+        load_dataset(path, text_column="text", axis_columns={"regions": "region"})
+    with pytest.raises(UsageError, match="--annotation format=stlye: no column 'stlye'"):
+        load_dataset(path, text_column="text", annotation_columns={"format": "stlye"})
+    # a `cell` that is not an object was taken for no cell at all
+    text = tmp_path / "c.jsonl"
+    text.write_text(json.dumps({"prompt": "hi there", "cell": "europe"}) + "\n")
+    with pytest.raises(UsageError, match="record 1: `cell` is a string, not an object"):
+        load_dataset(text)
 
 
 def test_comparison_table_has_a_row_per_dataset(tmp_path, mini_recipe):
@@ -307,6 +318,29 @@ def test_baselines(tmp_path):
     asyncio.run(run_baseline(fs, "few-shot", 2, tmp_path / "f", pool=pool, shots=2))
     prompt = fs.api.calls[0][0].content
     assert "pool question one" in prompt and "pool question two" in prompt
+
+
+@pytest.mark.parametrize(
+    "kw, says",
+    [
+        ({"n": 0}, "--n 0: give 1 to"),
+        ({"n": -3}, "--n -3"),
+        ({"temperature": 9.0}, "--temperature 9.0: give 0 to 2"),
+        ({"method": "few-shot", "shots": 0, "pool": "x"}, "--shots 0"),
+        ({"run": True}, "holds an aart run"),
+    ],
+)
+def test_a_baseline_refuses_bad_counts_and_a_runs_folder(tmp_path, kw, says):
+    """--n 0 made "0 of 0 samples, tokens per valid prompt inf" and exit 0; -o of a run wrote
+    over its dataset.jsonl and left its .csv and .parquet stale."""
+    out = tmp_path / "out"
+    if kw.pop("run", False):
+        out.mkdir()
+        (out / "recipe.yaml").write_text("name: r\n")
+    method = kw.pop("method", "zero-shot")
+    with pytest.raises(UsageError, match=says):
+        aart.baseline(method, model="fake/x", out=out, **kw)
+    assert not (out / "dataset.jsonl").exists()
 
 
 def test_topup_fills_only_the_gaps(tmp_path, mini_recipe):

@@ -202,6 +202,7 @@ def test_an_attack_job_that_fails_is_listed_and_retried_on_rerun(fake_server, tm
     f = pipeline.attack(path, **kw)
     assert f.prompts == 4 and f.judged == 3 and not f.inconclusive
     assert [j["reason"][:8] for j in f.failed_jobs] == ["HTTP 502"]
+    assert f.failed_jobs[0]["id"] == "r1"  # the prompt's id, not only its run.db job
     assert json.loads((out / "attack.json").read_text())["failed_jobs"]
     assert "failed calls 1" in (out / "report.md").read_text()
     # with --min-judged at its default, 3 of 4 judged is inconclusive
@@ -212,3 +213,27 @@ def test_an_attack_job_that_fails_is_listed_and_retried_on_rerun(fake_server, tm
     f = pipeline.attack(path, **kw)
     assert f.judged == 4 and not f.failed_jobs
     assert len(fake_server.requests) - before == 1  # only the failed prompt was sent again
+
+
+def test_a_judge_whose_retries_are_spent_is_asked_again_on_rerun(fake_server, tmp_path):
+    """A judge's 5xx after its retries was kept as an unjudged verdict of a finished job, so
+    "re-run the same command" never judged those prompts again."""
+    path = tmp_path / "dataset.jsonl"
+    prompts = ["a poem about rule breaking", "a story about privacy leaks", "an email", "a memo"]
+    path.write_text(
+        "".join(json.dumps({"id": f"r{i}", "prompt": p}) + "\n" for i, p in enumerate(prompts))
+    )
+    # the judge's calls about this prompt fail (the target's calls do not quote it so)
+    fake_server.on_text('<user_request>"a story about privacy', {"status": 502, "retry_after": 0})
+    out = tmp_path / "att"
+    kw = dict(
+        target="openai/app", judge="openai/judge", out=out, base_url=fake_server.base_url,
+        min_judged=0.5,
+    )  # fmt: skip
+    f = pipeline.attack(path, **kw)
+    assert f.judged == 3 and f.unjudged == 0
+    assert [j["reason"][:8] for j in f.failed_jobs] == ["HTTP 502"]
+
+    fake_server.rules.clear()
+    f = pipeline.attack(path, **kw)
+    assert f.judged == 4 and not f.failed_jobs and f.unjudged == 0

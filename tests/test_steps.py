@@ -353,6 +353,9 @@ def test_a_cost_cap_without_a_price_is_refused_before_any_call(tmp_path):
     with pytest.raises(UsageError, match="no price for unpriced/x"):
         aart.run(write_recipe(tmp_path, text), out=out)
     assert not out.exists()
+    # the dry run said "budget max_cost 100 -- within" of the run it refuses
+    with pytest.raises(UsageError, match="no price for unpriced/x"):
+        aart.dry_run(write_recipe(tmp_path, text))
     priced = text + "prices: {unpriced/x: {input: 1.0, output: 2.0}}\n"
     recipe = load_recipe(write_recipe(tmp_path, priced, "priced.yaml")).recipe
     factory = ModelFactory(prices=recipe_prices(recipe), budget=recipe_budget(recipe))

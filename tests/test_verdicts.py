@@ -484,6 +484,27 @@ def test_results_lines_say_what_people_corrected(dataset, tmp_path, targets_on_p
     assert f.calibration["people"]["n"] == 1
 
 
+def test_a_judge_people_disagree_with_is_named_at_the_top(tmp_path, targets_on_path):
+    """People's labels gave the judge kappa 0 (recall 0 in a user's attack), yet the report
+    warned of nothing and the raw gate passed in silence."""
+    data = tmp_path / "d.jsonl"
+    data.write_text(
+        "".join(json.dumps({"id": f"q{i}", "prompt": f"a mild question {i}"}) + "\n"
+                for i in range(12))
+    )  # fmt: skip
+    out = tmp_path / "att"
+    f = aart.attack(data, target="verdict_targets:complying_app", out=out)
+    assert f.overall["successes"] == 12 and not any("disagree" in w for w in f.warnings)
+    db = RunDB(out / "run.db")
+    for i, rec in enumerate(db.records("attack")):  # people: two of twelve violate
+        db.add_label(VERDICT, verdict_id(rec), "ann", {"verdict": "violates" if i < 2 else "safe"})
+    db.close()
+    f = aart.attack(data, target="verdict_targets:complying_app", out=out)
+    assert f.calibration["judges"]["refusal"]["kappa"] == 0.0
+    assert f.warnings[0].startswith("people's labels disagree with the judge refusal")
+    assert "2/12 violate" in f.warnings[0] and "--gate-on corrected" in f.warnings[0]
+
+
 # -- smaller things (issue 18 item 25) -------------------------------------------------------
 def test_zero_rates_have_no_floating_point_noise_and_no_worst_value():
     assert wilson(0, 11) == (0.0, wilson(0, 11)[1]) and wilson(0, 11)[0] == 0.0

@@ -422,6 +422,7 @@ def baseline(
     """A Perez et al. baseline dataset (zero-shot, or stochastic few-shot from ``pool``) in
     ``OUT/dataset.jsonl``, to compare with AART on the same model and token budget.
     Re-running with the same ``out`` spends nothing twice (the responses are cached)."""
+    check_baseline_args(Path(out), n, shots if method == "few-shot" else None, temperature)
     examples = load_pool(pool) if pool else None
     db = RunDB(Path(out) / "run.db")
     models = ModelFactory(options=ModelOptions(base_url=base_url), store=db, use_cache=not no_cache)
@@ -444,6 +445,27 @@ def baseline(
         )
     finally:
         db.close()
+
+
+def check_baseline_args(out: Path, n: int, shots: int | None, temperature: float) -> None:
+    """Refused before any call: counts and a temperature a recipe would refuse, and an ``out``
+    that holds an aart run (the baseline wrote over its dataset.jsonl, leaving its .csv and
+    .parquet stale and every value "planned but missing")."""
+    if not 1 <= n <= MAX_BASELINE_SAMPLES:
+        raise UsageError(f"--n {n}: give 1 to {MAX_BASELINE_SAMPLES:,} samples")
+    if shots is not None and not 1 <= shots <= 50:
+        raise UsageError(f"--shots {shots}: give 1 to 50 examples per call")
+    if not 0.0 <= temperature <= 2.0:
+        raise UsageError(f"--temperature {temperature}: give 0 to 2, as a recipe's")
+    if (out / "recipe.yaml").exists():
+        raise UsageError(
+            f"{out} holds an aart run (its recipe.yaml): the baseline would write over its "
+            "dataset; give the baseline its own --out"
+        )
+
+
+#: a baseline's samples at most (one call each)
+MAX_BASELINE_SAMPLES = 100_000
 
 
 def topup(

@@ -390,7 +390,8 @@ def failed_job_lines(failed: list[dict[str, str]], show: int = 3) -> list[tuple[
     rows: list[tuple[str, Any]] = [
         ("failed jobs", f"{len(failed)} (re-run the same command to retry them)")
     ]
-    rows += [(f"  {f['job']}", f["reason"][:160]) for f in failed[:show]]
+    # an attack's job by its prompt's id (its run.db id said nothing to the user)
+    rows += [(f"  {f.get('id') or f['job']}", f["reason"][:160]) for f in failed[:show]]
     return rows
 
 

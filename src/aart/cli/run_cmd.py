@@ -117,6 +117,8 @@ def run_command(
     beside another `aart run` of the same --out, it waits for Steps 1 and 2, then splits Step
     3's jobs with it.
     """
+    if as_json and not dry_run:  # it started a whole (perhaps paid) run, --json ignored
+        raise click.UsageError("--json goes with --dry-run (the estimate as JSON)")
     if dry_run:
         est = pipeline.dry_run(recipe, model=model, size=size, batch=batch is not None)
         click.echo(json.dumps(est, indent=2) if as_json else dry_run_text(est))

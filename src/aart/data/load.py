@@ -265,6 +265,22 @@ class _Layout:
                 f"{path}: no column {text_column!r}; columns are {', '.join(first)}; "
                 "choose one with --text-column"
             )
+        # a column no record has made an axis of no value, and "every value is mentioned"
+        given = [(f"--axis {a}", c.split(":", 1)[0]) for a, c in (axis_columns or {}).items()]
+        given += [(f"--annotation {a}", c) for a, c in (annotation_columns or {}).items()]
+        for flag, column in given:
+            if column not in first:
+                raise UsageError(
+                    f"{path}: {flag}={column}: no column {column!r}; columns are "
+                    f"{', '.join(map(str, first))}"
+                )
+        if path.suffix.lower() in (".jsonl", ".json", ".ndjson") and not (
+            first.get("cell") is None or isinstance(first["cell"], dict) or axis_columns
+        ):
+            raise UsageError(
+                f"{path}: record 1: `cell` is {_kind(first['cell'])}, not an object of "
+                "dimension: value; fix the record"
+            )
         layout = cls(text_column, dict(axis_columns or {}), dict(annotation_columns or {}))
         released = "crime" in first and "medium_keyword" in first
         if released and not layout.axis_map and not layout.ann_map:

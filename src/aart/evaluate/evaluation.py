@@ -77,9 +77,10 @@ class CellSample:
         self.seen += len(ds)
 
     def restated_share(self, labels: Sequence[str]) -> tuple[float | None, int]:
-        """(share of the sampled records with a cell whose prompt restates it, records)."""
+        """(share of the sampled records with a cell whose prompt restates it, records). An
+        empty prompt restates nothing (it has no word): it is counted as empty, apart."""
         phrase = CellPhrase(labels)
-        checked = [phrase.overlap(t, v) >= RESTATED_CELL for t, v in self.items if v]
+        checked = [phrase.overlap(t, v) >= RESTATED_CELL for t, v in self.items if v and t.strip()]
         return (sum(checked) / len(checked) if checked else None), len(checked)
 
 

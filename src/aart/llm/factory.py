@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import TracebackType
+from typing import Any
 
 from ..errors import UsageError
 from .limits import Budget, Price
@@ -20,6 +21,20 @@ from .transport.direct import DIRECT
 # behind their own API (http/) or in Python (python/) are the application, not a model we pay
 # per token.
 FREE_PROVIDERS = ("local/", "fake/", "http/", "python/")
+
+
+def check_priced(
+    name: str, max_cost: float | None, prices: Mapping[str, Any], source: str = "the recipe"
+) -> None:
+    """A cost cap needs a price: refuse, before any call (and in a dry run, which said
+    "within" the budget of a run that was then refused), a capped run of an unpriced model."""
+    if max_cost is None or name.startswith(FREE_PROVIDERS) or name in prices:
+        return
+    raise UsageError(
+        f"a max_cost budget is set but {source} has no price for {name}, so the cap "
+        f"could never be reached; add prices: {{{name}: {{input: ..., output: ...}}}} "
+        "(US dollars per million tokens) or remove max_cost"
+    )
 
 
 @dataclass
@@ -64,15 +79,7 @@ class ModelFactory:
     def check_priced(self, name: str) -> None:
         """A cost cap needs a price: refuse, before any call, a capped run of an unpriced
         model."""
-        if self.budget is None or self.budget.max_cost is None:
-            return
-        if name.startswith(FREE_PROVIDERS) or name in self.prices:
-            return
-        raise UsageError(
-            f"a max_cost budget is set but {self.source} has no price for {name}, so the cap "
-            f"could never be reached; add prices: {{{name}: {{input: ..., output: ...}}}} "
-            "(US dollars per million tokens) or remove max_cost"
-        )
+        check_priced(name, self.budget.max_cost if self.budget else None, self.prices, self.source)
 
     def model(self, name: str, options: ModelOptions | None = None) -> Model:
         """The model ``provider/model`` with this factory's rules."""

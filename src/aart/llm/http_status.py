@@ -9,7 +9,7 @@ import re
 import time
 from typing import Any
 
-from ..errors import ContentRejected, ProviderError, TransientError
+from ..errors import ContentRejected, EndpointDown, ProviderError, TargetError, TransientError
 
 # Worth another try after a pause: timeouts, conflicts, rate limits and server errors.
 RETRYABLE = frozenset({408, 409, 425, 429})
@@ -64,6 +64,16 @@ def is_per_request(text: str) -> bool:
 
 def is_retryable(status: int | None) -> bool:
     return status is not None and (status in RETRYABLE or status >= 500)
+
+
+def retry_later(e: ProviderError) -> bool:
+    """A failure that says nothing about this request's answer: the endpoint down, or its
+    retries spent on a server error, rate limit, timeout or lost connection. The job fails,
+    and a re-run tries it again; any other failure (a 4xx, a content filter, an
+    application's reply of the wrong shape) is this request's outcome, kept as it is."""
+    if isinstance(e, TargetError):
+        return False
+    return isinstance(e, EndpointDown) or is_retryable(e.status) or e.status is None
 
 
 def is_endpoint_fault(status: int | None) -> bool:

@@ -71,7 +71,12 @@ def gate_figure(f: Findings, gate_on: str) -> tuple[float, str]:
         return raw, how
     if gate_on == "corrected":
         # a judge no better than chance corrects nothing: the gate cannot pass on it
-        return (c["rate"] if c["rate"] is not None else 1.0), f"corrected {how}"
+        if c["rate"] is None:
+            return 1.0, (
+                f"corrected {how} (undefined: the judge's sensitivity and specificity add up "
+                "to 1 or less, so it corrects nothing; counted as 1)"
+            )
+        return c["rate"], f"corrected {how}"
     return c["ci_high"], f"upper 95% bound of the corrected {how}"
 
 

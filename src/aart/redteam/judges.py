@@ -13,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
-from ..errors import EndpointDown, ProviderError, StructuredOutputError, UsageError
+from ..errors import ProviderError, StructuredOutputError, UsageError
 from ..llm import GenerateConfig, Message, Model
+from ..llm.http_status import retry_later
 from ..refusal import reply_status
 
 T = TypeVar("T")
@@ -130,7 +131,9 @@ async def rate(
 ) -> dict[str, Any] | str:
     """A rubric's JSON rating of one (request, reply), both quoted as data; a provider's or a
     parse error as its message (the verdict is then unjudged). A down endpoint raises: every
-    verdict would be unjudged, so the run stops with the reason instead."""
+    verdict would be unjudged, so the run stops with the reason instead; so does a call whose
+    retries were spent on a server error or timeout (``http_status.retry_later``): its job
+    fails, and a re-run judges it again, where an unjudged verdict would be kept for good."""
     msgs = [
         Message("system", rubric),
         Message(
@@ -141,9 +144,11 @@ async def rate(
     ]
     try:
         out = await model.generate(msgs, GenerateConfig(0.0, max_tokens, 0), schema, tag="judge")
-    except EndpointDown:
-        raise
-    except (StructuredOutputError, ProviderError) as e:
+    except ProviderError as e:
+        if retry_later(e):
+            raise  # down, or its retries spent: the job fails and a re-run judges it again
+        return str(e)[:300]
+    except StructuredOutputError as e:
         return str(e)[:300]
     return out.parsed
 
@@ -182,14 +187,14 @@ async def ask_until(
 ) -> T | str:
     """The first of up to ``tries`` answers (seeds 0, 1, ...) that ``parse`` reads, or why
     there is none: a provider's error, or ``unparsed`` and the last answer quoted. A down
-    endpoint raises, as in ``rate``."""
+    endpoint or spent retries raise, as in ``rate``."""
     last = ""
     for i in range(tries):
         try:
             out = await model.generate(msgs, GenerateConfig(0.0, max_tokens, i), tag=tag)
-        except EndpointDown:
-            raise
         except ProviderError as e:
+            if retry_later(e):
+                raise
             return str(e)[:300]
         last = out.text
         parsed = parse(out.text)

@@ -23,13 +23,12 @@ from ..errors import (
     Deferred,
     EndpointDown,
     ProviderError,
-    TargetError,
     UsageError,
 )
 from ..jobs.runner import run_jobs
 from ..llm import Budget, BudgetExhausted, ModelOptions
 from ..llm.factory import ModelFactory
-from ..llm.http_status import is_retryable
+from ..llm.http_status import retry_later
 from ..llm.transport.base import Execution
 from ..llm.transport.batch import batch_of
 from ..llm.types import answer_limit
@@ -42,7 +41,13 @@ from .execute import Executor, case_of, case_tools
 from .findings import Corrected, Findings
 from .gate import gate_report
 from .jobs import STAGE, attack_records, job_id
-from .judge_accuracy import Accuracy, human_verdicts, judge_accuracy, verdict_labels
+from .judge_accuracy import (
+    Accuracy,
+    human_verdicts,
+    judge_accuracy,
+    judge_disputed,
+    verdict_labels,
+)
 from .judges import (
     NOTHING_SAID,
     RUBRIC_JUDGES,
@@ -58,7 +63,7 @@ from .replay import attack_dataset, saved_responses
 from .results import ResultLine, State, result_line, state_of, write_results
 from .sampling import check_selection
 from .spec import AttackSpec
-from .strategies import needs_attacker, parse_strategy
+from .strategies import IDENTITY, needs_attacker, parse_strategy
 from .tally import (
     NON_REFUSAL,
     agent_figures,
@@ -327,9 +332,7 @@ class AttackSession:
             # verdicts stay Verdict objects until the record is stored (below)
             result.update(await self.executor.run(jid, rec, parse_strategy(rec["strategy"])))
         except ProviderError as e:
-            if not isinstance(e, TargetError) and (
-                isinstance(e, EndpointDown) or is_retryable(e.status) or e.status is None
-            ):
+            if retry_later(e):
                 raise  # the job fails (and is retried on re-run), or the endpoint is down
             # the application's unusable answer to this prompt (a reply of another shape, a
             # 4xx other than the endpoint's faults such as a content filter): this prompt's
@@ -469,7 +472,8 @@ class AttackSession:
             unjudged=len(unjudged),
             target_errors=sum(1 for r in results if r.target_error),
             failed_jobs=[
-                {"job": jid, "reason": reason} for jid, _, reason in self.db.failed_jobs(STAGE)
+                {"job": jid, "id": _prompt_name(rec), "reason": reason}
+                for jid, rec, reason in self.db.failed_jobs(STAGE)
             ],
             overall=stats.rate(len(failures), len(judged)),
             # of the answered replies, as the headline counts (a target error is no reply)
@@ -564,6 +568,9 @@ class AttackSession:
                 "the application; give --system-prompt, or a recipe with "
                 "application.system_prompt",
             )
+        disputed = judge_disputed(findings.calibration, findings.primary_judge)
+        if disputed:
+            findings.warnings.insert(0, disputed)
         if self.baseline is not None:
             findings.comparison = compare_runs(findings, self.baseline)
 
@@ -573,6 +580,12 @@ class AttackSession:
             write_results(results, self.out)
             if self.report is not None:
                 self.report(findings, self.out)
+
+
+def _prompt_name(rec: dict[str, Any]) -> str:
+    """A job as the user knows it: the prompt's dataset id, and its strategy but the control's."""
+    strategy = rec.get("strategy") or IDENTITY
+    return str(rec.get("id", "")) + ("" if strategy == IDENTITY else f" ({strategy})")
 
 
 def _check_gate_axes(gate_axes: dict[str, float], records: list[dict[str, Any]]) -> None:

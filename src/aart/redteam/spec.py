@@ -13,12 +13,13 @@ from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..errors import UsageError
+from ..errors import ConfigError, UsageError
 from ..llm import Budget, ModelOptions, Price
 from ..llm.transport.batch import BatchSettings
 from ..llm.transport.ray import RaySettings
 from .gate import GATE_ON, GateSpec
 from .settings import DEFAULTS, from_recipe, resolve
+from .strategies import parse_strategy
 
 
 class AttackArgs(TypedDict, total=False):
@@ -186,6 +187,13 @@ class AttackSpec(BaseModel):
                 "no target: give --target (provider/model, a target .yaml or module:function), "
                 "or attack.target in the recipe"
             )
+        for name in r["gate_strategies"]:
+            try:  # a misspelt name was skipped as "no prompt sent so", and the gate passed
+                parse_strategy(name)
+            except ConfigError as e:
+                raise UsageError(
+                    f"gate strategy {name!r}: {e} (fix --gate-strategy or attack.gate.strategies)"
+                ) from None
         values = dict(r.values)
         values.update(
             strategies=list(values["strategies"]),

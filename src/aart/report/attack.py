@@ -595,6 +595,7 @@ def attack_markdown(f: Findings) -> str:
     for pair_axes, cells in f.by_pair.items():
         lines += _md_rate_table(f"Worst {pair_axes} cells", "cell", cells[:10], count)
     lines += _md_unattacked(f)
+    lines += _md_examples(f)
     if f.calibration:
         lines += ["", f"## Judge calibration ({f.calibration['labelled']} human verdicts)", ""]
         lines += md_table(
@@ -622,6 +623,52 @@ def attack_markdown(f: Findings) -> str:
         lines += ["", "## Settings", ""]
         lines += md_table(["setting", "value", "from"], _settings_rows(f))
     return "\n".join(lines) + "\n"
+
+
+#: the failing examples report.md shows (report.html shows MAX_EXAMPLES), and how much of a
+#: prompt and a reply each: a summary for a CI comment, the whole texts are in results.jsonl
+MD_EXAMPLES = 10
+MD_TEXT = 240
+
+
+def _outcome(v: Any) -> str:
+    """A failure's verdict in a few words: how the reply ended, or the harm judge's say."""
+    if v.status:
+        return str(v.status)
+    return "violates" + (f", severity {v.severity}" if v.severity else "")
+
+
+def _md_examples(f: Findings) -> list[str]:
+    """The first failing examples, as report.html orders them, each text cut to MD_TEXT."""
+    if not f.failures:
+        return []
+
+    def cut(text: str | None) -> str:
+        t = " ".join((text or "").split())
+        return t if len(t) <= MD_TEXT else t[:MD_TEXT] + " ..."
+
+    title = (
+        "Replies that did not refuse"
+        if not f.harm_judged
+        else "Failing examples, most severe first"
+    )
+    shown = _by_severity(f)[:MD_EXAMPLES]
+    rows = [
+        [
+            r["id"],
+            "; ".join(f"{k}: {v}" for k, v in r["cell"].items()),
+            cut(r.get("sent") or r["prompt"]),
+            cut(r.get("response")),
+            _outcome(AttackRecord.read(r).verdict(f.primary_judge)),
+        ]
+        for r in shown
+    ]
+    return [
+        "",
+        f"## {title} ({len(shown)} of {len(f.failures)}; every verdict in results.jsonl)",
+        "",
+        *md_table(["id", "cell", "sent", "response", "outcome"], rows),
+    ]
 
 
 def attack_summary(f: Findings) -> dict[str, Any]:

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from ..data.load import load_dataset, read_rows
-from ..errors import EndpointDown, ProviderError, TargetError, UsageError
+from ..errors import EndpointDown, ProviderError, UsageError
 from ..injection import InjectionCase, ToolSpec
 from ..jobs.runner import run_pool
 from ..llm import BudgetExhausted, ModelOptions
-from ..llm.http_status import is_retryable
+from ..llm.http_status import retry_later
 from ..llm.transport.base import Execution
 from ..recipe import Recipe, load_recipe
 from ..redteam.jobs import injection_fields, refuse_unsendable_prompt
@@ -433,7 +433,7 @@ class SearchSession:
             try:
                 prompt = await self.executor.ask(p.job, MUTATE_STEP, text, p.parent.prompt)
             except ProviderError as e:
-                if isinstance(e, EndpointDown) or is_retryable(e.status) or e.status is None:
+                if retry_later(e):
                     raise  # down, or retries spent: the search stops, and a re-run retries
                 # the attacker's refusal of this request (a content filter, a 4xx): this
                 # candidate is not made, the search goes on
@@ -491,9 +491,7 @@ class SearchSession:
             out = await strategy.runner.run(ctx, p.job, prompt, strategy)
             out["verdicts"] = {k: v.as_dict() for k, v in out["verdicts"].items()}
         except ProviderError as e:
-            if not isinstance(e, TargetError) and (
-                isinstance(e, EndpointDown) or is_retryable(e.status) or e.status is None
-            ):
+            if retry_later(e):
                 raise
             # the application's unusable answer to this prompt: a query spent, no verdict
             out = {"response": None, "target_error": str(e)[:300]}

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..llm import Usage, estimate_tokens
-from ..llm.factory import FREE_PROVIDERS
+from ..llm.factory import FREE_PROVIDERS, check_priced
 from ..llm.providers.base import check_model_name
 from ..recipe import Recipe, Value, load_recipe
 from ..recipe.filters import apply_filter
@@ -114,6 +114,9 @@ def dry_run(
         v_seconds = _seconds(r, verify_model, verify_completion, verify_prompt)
         seconds = None if v_seconds is None else seconds + v_seconds
     b = r.budget
+    used = [gen_model] + [define_model] * bool(define_calls) + [verify_model] * bool(verify_calls)
+    for name in used:  # the run refuses a capped, unpriced model before any call: so does this
+        check_priced(name, b.max_cost, r.prices)
     over = []
     if b.max_calls is not None and total_calls > b.max_calls:
         over.append(f"~{total_calls} calls > max_calls {b.max_calls}")
