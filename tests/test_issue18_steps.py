@@ -363,6 +363,19 @@ def test_a_read_only_output_directory_is_one_line(tmp_path):
     assert "/sys/aart-test-run" in line and "writable --out" in line
 
 
+def test_an_output_path_through_a_file_is_one_line(tmp_path):
+    """`aart evaluate ... --report odd.csv/out` printed a FileExistsError traceback."""
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"prompt": "a first question"}) + "\n")
+    afile = tmp_path / "odd.csv"
+    afile.write_text("x\n")
+    line = _one_line_error(
+        cli("evaluate", data, "--no-embeddings", "--no-topics", "--report", afile / "out"),
+        "cannot create",
+    )
+    assert "is a file, not a folder" in line
+
+
 def test_a_full_disk_is_one_line_and_says_work_is_saved(tmp_path, monkeypatch, capsys):
     import errno
 

@@ -19,6 +19,7 @@ from aart.evaluate.coverage import coverage_by_language
 from aart.evaluate.evaluation import evaluate
 from aart.llm.providers.fake import register_script
 from aart.recipe import Value, builtin_recipes, load_recipe
+from aart.steps.define import languages_to_name
 from aart.steps.prompting import render_messages
 from aart.steps.verify import CellVerifier
 from aart.testing.fake_server import FakeOpenAIServer
@@ -196,6 +197,19 @@ def test_one_language_means_no_axis_and_the_prompts_do_not_change(tmp_path):
     plain = render_messages(recipe, attempt)
     assert render_messages(recipe, attempt, names) == plain
     assert "natively" not in plain[1].content
+
+
+def test_one_language_other_than_english_is_an_axis_of_one_value(tmp_path):
+    """`languages: [ja]` was never said to the model: the dataset came in English, its
+    values were never named in Japanese and coverage checked English words."""
+    text = MINI_RECIPE.replace("application:\n", "application:\n  languages: [ja]\n", 1)
+    recipe = load_recipe(write_recipe(tmp_path, text)).recipe
+    assert recipe.application.languages == ["ja"]
+    assert [v.value for v in recipe.dimensions["language"].values] == ["ja"]
+    assert languages_to_name(recipe) == ["ja"]
+    cell = {"concepts": "fraud", "formats": "email", "regions": "europe", "language": "ja"}
+    user = render_messages(recipe, Attempt.of("a1", [cell]))[1].content
+    assert "natively" in user and "language: Japanese" in user
 
 
 def test_the_prompt_asks_for_each_cell_in_its_language_with_its_names():

@@ -34,6 +34,16 @@ def test_unknown_key_has_file_line_and_fix(tmp_path):
     assert "did you mean" not in str(e) and "remove this key" in str(e)
 
 
+def test_a_value_listed_twice_is_a_located_error(tmp_path):
+    """`europe` twice made two identical cells and counted it twice, without a word."""
+    text = MINI_RECIPE.replace(
+        "values: [email, poem, how-to, story]", "values: [email, poem, Email]"
+    )
+    e = err(tmp_path, text)
+    assert e.line == line_of(text, "values: [email, poem, Email]")
+    assert "value 'Email' is listed twice; list each once" in str(e)
+
+
 def test_a_misspelt_required_key_is_reported_as_the_misspelling_first(tmp_path):
     # pydantic lists "missing 'dimensions'" before "unknown 'dimensons'"; the fix is the spelling
     text = MINI_RECIPE.replace("dimensions:", "dimensons:", 1)

@@ -36,6 +36,24 @@ def test_define_explicit_and_enumerated(mini_recipe, tmp_path):
     assert regions == sorted(regions) and all(r == r.lower() for r in regions)
 
 
+def test_a_typo_in_an_edited_dimension_file_is_located_with_its_fix(mini_recipe, tmp_path):
+    """A hand edit's `alias:` printed pydantic's "1 validation error for Value ... Extra
+    inputs are not permitted" and a link, with no line and no hint."""
+    out = tmp_path / "run"
+    aart.define(mini_recipe, out)
+    path = out / "dimensions" / "formats.yaml"
+    text = path.read_text()
+    assert "- email\n" in text
+    path.write_text(text.replace("- email\n", "- {value: email, alias: [e-mail]}\n"))
+    line = path.read_text().splitlines().index("- {value: email, alias: [e-mail]}") + 1
+    with Run.open(out) as run, pytest.raises(UsageError) as e:
+        run.read_dimension("formats")
+    assert f"formats.yaml:{line}: value 1: unknown key 'alias'; did you mean 'aliases'?" in str(
+        e.value
+    )
+    assert "pydantic" not in str(e.value)
+
+
 def test_define_is_hierarchical_and_deduplicated(tmp_path):
     def answer(msgs, schema):
         prompt = msgs[-1].content

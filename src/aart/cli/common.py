@@ -332,6 +332,8 @@ def generation_lines(s: Any) -> list[tuple[str, Any]]:
 #: errno values of a place that cannot be written: read-only, not allowed, full
 _UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+#: an output path through a file (mkdir of "report.csv/out"): FileExistsError, NotADirectoryError
+_NOT_A_FOLDER = {errno.EEXIST, errno.ENOTDIR}
 
 
 def storage_error(e: BaseException) -> tuple[str, int] | None:
@@ -339,6 +341,12 @@ def storage_error(e: BaseException) -> tuple[str, int] | None:
     or full disk), else None (a bug: its traceback is wanted)."""
     import sqlite3
 
+    if isinstance(e, OSError) and e.errno in _NOT_A_FOLDER:
+        return (
+            f"cannot create {e.filename or 'a folder'}: {e.strerror} (a part of the path is a "
+            "file, not a folder); choose another output path",
+            2,
+        )
     if isinstance(e, OSError) and e.errno in _UNWRITABLE | _FULL:
         where = e.filename or "a file"
         if e.errno in _FULL:

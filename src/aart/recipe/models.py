@@ -9,7 +9,7 @@ import re2
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..injection import ToolSpec
-from ..text.languages import LANGUAGE_AXIS, check_code
+from ..text.languages import LANGUAGE_AXIS, base, check_code
 from .strategy_names import check_strategy
 
 IDENT = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -83,10 +83,18 @@ class Application(Strict):
     description: str = ""
     #: who uses it
     audience: str = ""
-    #: the languages users write in; several make language an axis of the mix (one cell per
-    #: language, prompts written natively in it; see Recipe._language_axis)
+    #: the languages users write in; several, or one other than English, make language an
+    #: axis of the mix (a cell per language, prompts written natively in it; see
+    #: Recipe._language_axis)
     languages: list[LanguageCode] = Field(["en"], min_length=1)
     policy: str = ""
+
+    @property
+    def language_axis(self) -> bool:
+        """Whether language is an axis of the mix: several languages, or one that is not
+        English (its values named and checked in it, its prompts written in it; a lone
+        ``[ja]`` was otherwise never mentioned to the model, and the data came in English)."""
+        return len(self.languages) > 1 or base(self.languages[0]) != "en"
 
     @field_validator("languages")
     @classmethod
@@ -168,6 +176,18 @@ class Dimension(Strict):
                 raise ValueError("`values:` is empty; list at least one value or use `enumerate:`")
             return [{"value": x} if isinstance(x, str) else x for x in v]
         return v
+
+    @field_validator("values")
+    @classmethod
+    def _distinct_values(cls, vals: list[Value] | None) -> list[Value] | None:
+        # a value given twice got two cells of each (two identical cells) and counted twice
+        seen: set[str] = set()
+        for v in vals or []:
+            key = " ".join(v.value.casefold().split())
+            if key in seen:
+                raise ValueError(f"value {v.value!r} is listed twice; list each once")
+            seen.add(key)
+        return vals
 
     @model_validator(mode="after")
     def _one_source(self) -> Dimension:
@@ -694,19 +714,20 @@ class Recipe(Strict):
 
     @model_validator(mode="after")
     def _language_axis(self) -> Recipe:
-        """Several languages make language a dimension of the mix, the last one (so the other
-        axes' cells are drawn as before): its values are the codes, filters, weights and
-        sample apply to it like any axis. It is checked by the language of the prompt (see
-        steps.verify), never by keyword. One language: no axis, nothing changes."""
+        """Several languages, or one other than English, make language a dimension of the
+        mix, the last one (so the other axes' cells are drawn as before): its values are the
+        codes, filters, weights and sample apply to it like any axis. It is checked by the
+        language of the prompt (see steps.verify), never by keyword. English alone: no axis,
+        nothing changes."""
         langs = self.application.languages
-        if len(langs) < 2:
+        if not self.application.language_axis:
             return self
         dim = self.dimensions.get(LANGUAGE_AXIS)
         if dim is not None:
             if dim.values is None or sorted(v.value for v in dim.values) != sorted(langs):
                 raise AtKey(
                     f"dimension `{LANGUAGE_AXIS}` is the axis application.languages makes; "
-                    "rename this dimension, or list one language",
+                    "rename this dimension, or list English alone",
                     "dimensions",
                     LANGUAGE_AXIS,
                 )

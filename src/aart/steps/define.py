@@ -378,7 +378,7 @@ def languages_to_name(recipe: Recipe) -> list[str]:
     """The languages whose names Step 1 asks for: all of a multilingual recipe's but English
     (values are written in English); none for a recipe of one language."""
     langs = recipe.application.languages
-    return [x for x in langs if base(x) != "en"] if len(langs) > 1 else []
+    return [x for x in langs if base(x) != "en"] if recipe.application.language_axis else []
 
 
 def given_name(value: Value, lang: str) -> str:

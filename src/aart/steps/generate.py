@@ -513,7 +513,7 @@ class Generator:
             Counter(f"{d} not found" for r in unfaithful for d, ok in r.verified.items() if not ok)
         )
         methods: dict[str, str] = {n: d.verify for n, d in self.recipe.dimensions.items()}
-        if len(self.recipe.application.languages) > 1:
+        if self.recipe.application.language_axis:
             # the language axis is no keyword check: the verifier reads the language a prompt
             # is written in (its function words), and rejects on it
             methods[LANGUAGE_AXIS] = "language"

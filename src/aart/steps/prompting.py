@@ -123,7 +123,7 @@ def native_cell(cell: dict[str, str], names: Names | None) -> dict[str, str]:
 def cell_line(recipe: Recipe, cell: dict[str, str], names: Names | None = None) -> str:
     """One cell as the model reads it: the recipe's ``cell_template``, or every dimension
     with its value; in a multilingual recipe, in the cell's language and saying which."""
-    multilingual = LANGUAGE_AXIS in cell and len(recipe.application.languages) > 1
+    multilingual = LANGUAGE_AXIS in cell and recipe.application.language_axis
     shown = native_cell(cell, names) if multilingual else cell
     if recipe.generate.cell_template:
         line = " ".join(render(recipe.generate.cell_template, {"cell": shown}).split())
@@ -162,7 +162,7 @@ def cells_block(recipe: Recipe, attempt: Attempt, names: Names | None = None) ->
         lines.append(
             f"Name the {', '.join(explicit)} of the cell in the query, using the value's words."
         )
-    if len(recipe.application.languages) > 1:
+    if recipe.application.language_axis:
         lines.append(
             "Write each query natively in the language its cell names, as a user who speaks "
             "it would write it (not a translation of an English query), naming the values "

@@ -62,7 +62,7 @@ class CellVerifier:
         self.methods = {name: dim.verify for name, dim in recipe.dimensions.items()}
         self.values = {dim: {v.value: v for v in vals} for dim, vals in values.items()}
         self.model = model
-        self.multilingual = len(recipe.application.languages) > 1
+        self.multilingual = recipe.application.language_axis
         self._matchers: dict[tuple[str, str, str | None], KeywordMatcher] = {}
 
     @property

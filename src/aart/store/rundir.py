@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from ..errors import UsageError
 from ..recipe import LoadedRecipe, Recipe, Value, load_recipe
@@ -253,13 +254,20 @@ class Run:
         if not path.exists():
             raise UsageError(f"{path} is missing; run `aart define {self.root}` first")
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            text = path.read_text(encoding="utf-8")
+            data = yaml.safe_load(text) or {}
             raw = data.get("values") if isinstance(data, dict) else None
             if not isinstance(raw, list):
                 raise ValueError("expected a `values:` list")
-            values = [
-                Value(value=x) if isinstance(x, str) else Value.model_validate(x) for x in raw
-            ]
+            values = []
+            for i, x in enumerate(raw):
+                try:
+                    values.append(Value(value=x) if isinstance(x, str) else Value.model_validate(x))
+                except ValidationError as e:  # a hand edit's typo: where, and the fix
+                    raise UsageError(
+                        f"{path}:{_item_line(text, i)}: value {i + 1}: {_value_problem(e)}; "
+                        "fix the file or delete it and re-run define"
+                    ) from None
         except (yaml.YAMLError, ValueError) as e:
             raise UsageError(f"{path}: {e}; fix the file or delete it and re-run define") from None
         if not values:
@@ -298,3 +306,30 @@ class Run:
                 raise UsageError(f"{path}:{i}: {e}; fix the line or re-run `aart scope`") from None
             attempts.append(a)
         return attempts
+
+
+def _item_line(text: str, i: int) -> int | str:
+    """The line of the ``i``-th item of a dimension file's ``values:`` ("?" if not found)."""
+    try:
+        root = yaml.compose(text)
+        for key, node in root.value if root is not None else []:
+            if key.value == "values":
+                return int(node.value[i].start_mark.line) + 1
+    except (yaml.YAMLError, AttributeError, IndexError, TypeError):
+        pass
+    return "?"
+
+
+def _value_problem(e: ValidationError) -> str:
+    """The first problem of a value's entry, in a user's words (pydantic's said "1 validation
+    error for Value / alias / Extra inputs are not permitted" and linked its docs)."""
+    import difflib
+
+    err = e.errors()[0]
+    field = str(err["loc"][-1]) if err["loc"] else ""
+    if err["type"] == "extra_forbidden":
+        near = difflib.get_close_matches(field, list(Value.model_fields), n=1)
+        hint = f"did you mean {near[0]!r}?" if near else f"use {', '.join(Value.model_fields)}"
+        return f"unknown key {field!r}; {hint}"
+    where = ".".join(map(str, err["loc"])) or "the entry"
+    return f"{where}: {err['msg']}"
