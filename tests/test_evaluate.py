@@ -279,6 +279,14 @@ def test_column_mapping(tmp_path):
         load_dataset(text)
 
 
+def test_values_from_a_recipe_say_which_dimensions_are_not_counted(tmp_path, mini_recipe):
+    """An enumerated dimension vanished from the report when the values came from --recipe."""
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"prompt": "write an email about rule breaking"}) + "\n")
+    ev = evaluate(data, recipe=str(mini_recipe), embeddings=False, topics="off")
+    assert "not counted: regions (values enumerated by Step 1: give --run RUN)" in ev["values_from"]
+
+
 def test_comparison_table_has_a_row_per_dataset(tmp_path, mini_recipe):
     out = tmp_path / "run"
     aart.run(mini_recipe, out=out)

@@ -137,7 +137,15 @@ def resolve_values(
             raise UsageError(
                 f"recipe {recipe} has no explicit values; use --run RUN for enumerated ones"
             )
-        return vals, f"recipe {recipe}"
+        # an enumerated dimension has no values in the recipe: say it is not counted (it
+        # vanished from the report, and Gaps said every value of every axis was mentioned)
+        left = [n for n, d in rec.dimensions.items() if not d.values]
+        note = (
+            f"; not counted: {', '.join(left)} (values enumerated by Step 1: give --run RUN)"
+            if left
+            else ""
+        )
+        return vals, f"recipe {recipe}{note}"
     if dimensions:
         return values_from_dimensions_dir(Path(dimensions)), f"dimensions {dimensions}"
     derived = ds.derived_values() if isinstance(ds, Dataset) else ds()

@@ -249,9 +249,9 @@ class Models(Strict):
 
 
 class Filter(Strict):
-    #: keep only these values (exact)
+    #: keep only these values (whole values, in any case)
     keep: list[str] = []
-    #: drop these values (exact)
+    #: drop these values (whole values, in any case)
     drop: list[str] = []
     #: keep only the values matching one of these RE2 patterns
     keep_regex: list[str] = []

@@ -130,9 +130,11 @@ class Run:
             return None
         return (
             f"{run.root} already holds a run of a different recipe "
-            f"({run.loaded.path.name}, size {run.loaded.size}); what differs: "
+            f"({run.loaded.path.name}, "
+            f"{f'size {run.loaded.size}' if run.loaded.size else 'no size'}); what differs: "
             f"{', '.join(recipe_differences(run.loaded, loaded)) or 'the size'}. "
-            f"Use another --out, or delete {run.root} to start over"
+            f"Use another --out, `aart run --set-aside-old` to move it to {run.root}.old-N, "
+            f"or delete {run.root} to start over"
         )
 
     @classmethod
