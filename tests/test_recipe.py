@@ -106,6 +106,15 @@ def test_template_unknown_dimension(tmp_path):
     assert e.line == line_of(MINI_RECIPE, "as {{ values.formats")
 
 
+def test_template_unknown_application_field(tmp_path):
+    """`application.nme` failed only in Step 3, without file or line."""
+    text = MINI_RECIPE.replace("{{ n }}", "{{ n }} for {{ application.nme }}")
+    e = err(tmp_path, text)
+    assert "`application.nme` is not a field of application" in str(e)
+    assert "did you mean `application.name`?" in str(e)
+    assert e.file.endswith("recipe.yaml") and e.line == line_of(text, "application.nme")
+
+
 def test_template_unknown_name(tmp_path):
     e = err(tmp_path, MINI_RECIPE.replace("{{ n }}", "{{ count }}"))
     assert "unknown name(s): count" in str(e)

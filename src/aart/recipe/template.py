@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import TYPE_CHECKING, Any
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, meta, nodes
@@ -81,6 +82,19 @@ def _check(
             f"generate.{key} may use: {', '.join(sorted(allowed))}",
         )
     dims = loaded.recipe.dimensions
+    fields = list(loaded.recipe.application.model_dump())
+    for attr in ast.find_all(nodes.Getattr):
+        # `application.nme` failed only in Step 3, as "'dict object' has no attribute 'nme'"
+        if isinstance(attr.node, nodes.Name) and attr.node.name == "application":
+            if attr.attr not in fields:
+                near = difflib.get_close_matches(attr.attr, fields, n=1)
+                raise RecipeError(
+                    f"generate.{key}: `application.{attr.attr}` is not a field of application",
+                    file=str(loaded.path),
+                    line=_template_line(loaded, attr.lineno, key),
+                    fix=(f"did you mean `application.{near[0]}`? " if near else "")
+                    + f"application has: {', '.join(fields)}",
+                )
     for node in ast.find_all((nodes.Getattr, nodes.Getitem)):
         target = getattr(node, "node", None)
         if not (isinstance(target, nodes.Name) and target.name in by_dimension):
