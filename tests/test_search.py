@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from search_resume import check_resume_after_sigkill
-from search_targets import PROMPTS, WORD, write_dataset
+from search_targets import PROMPTS, WORD, candidates, write_dataset
 
 import aart.search
 from aart.cli.main import cli
@@ -314,6 +314,22 @@ def test_an_attacker_that_refuses_a_rewrite_costs_that_candidate_not_the_search(
                            attacker="openai/attacker", base_url=fake_server.base_url,
                            budget=12)  # fmt: skip
     assert r.finished and r.queries == 12 and r.rejected.get("attacker failed", 0) > 0
+
+
+def test_a_target_call_that_fails_for_good_costs_that_candidate_not_the_search(
+    dataset, tmp_path, fake_server
+):
+    """A 5xx for one prompt's calls stopped the search ("UNFINISHED ... re-run to resume"),
+    and each re-run stopped at the same candidate again."""
+    fake_server.on_text("a story about privacy leaks", {"status": 502, "retry_after": 0})
+    kw = dict(out=tmp_path / "out", target="openai/app", attacker="openai/attacker",
+              base_url=fake_server.base_url, budget=10)  # fmt: skip
+    r = aart.search.search(dataset, **kw)
+    assert r.finished and r.queries == 10
+    failed = [
+        c for c in candidates(tmp_path / "out") if "failed call" in (c.get("target_error") or "")
+    ]
+    assert failed and all("HTTP 502" in c["target_error"] for c in failed)
 
 
 def test_a_search_refuses_an_empty_prompt_before_any_call(tmp_path):

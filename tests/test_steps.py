@@ -526,3 +526,21 @@ def test_a_half_written_define_json_does_not_stop_the_next_run(mini_recipe, tmp_
     whole = (out / "define.json").read_text()
     (out / "define.json").write_text(whole[:40])
     assert aart.run(mini_recipe, out=out).stats.prompts > 0  # its report is lost, not the run
+
+
+def test_a_runs_recipe_file_is_read_at_the_size_the_run_was_made_at(tmp_path):
+    """`aart search` and `aart attack` read RUN/recipe.yaml without its size: the full size's
+    verifier model checked a small size's prompts, and the attack listed values it never had."""
+    from aart.store.rundir import recipe_at
+
+    text = explicit_regions(MINI_RECIPE) + (
+        "sizes:\n  tiny:\n    models: {verify: fake/tinyverifier}\n"
+        "    dimensions:\n      regions: {values: [east, west]}\n"
+    )
+    out = tmp_path / "run"
+    aart.run(write_recipe(tmp_path, text), out=out, size="tiny")
+    loaded = recipe_at(out / "recipe.yaml").recipe
+    assert loaded.models.verify == "fake/tinyverifier"
+    assert [v.value for v in loaded.dimensions["regions"].values] == ["east", "west"]
+    # a recipe file that is no run's is read as it is
+    assert recipe_at(tmp_path / "recipe.yaml").recipe.models.verify is None

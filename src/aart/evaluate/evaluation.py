@@ -13,7 +13,7 @@ import yaml
 
 from ..data.load import Dataset, iter_dataset
 from ..errors import UsageError
-from ..recipe import Value, load_recipe
+from ..recipe import Value
 from ..text.keywords import KeywordMatcher, as_column
 from ..text.normalize import NN_GROUP, RESTATED_CELL, CellPhrase, nn_similarity
 from ..types import DatasetEvaluation, DiversityGap, Evaluation, Table
@@ -113,6 +113,18 @@ def values_from_dimensions_dir(path: Path) -> dict[str, list[Value]]:
     return out
 
 
+def own_run(dataset: str | Path) -> str | None:
+    """The run directory a dataset file sits in (its recipe.yaml, run.db and dimension files
+    beside it), whose values and aliases its coverage is counted against, as `aart attack`
+    takes its recipe: without them a region named by its city counted as missing."""
+    folder = Path(dataset).parent
+    if Path(dataset).is_file() and all(
+        (folder / name).exists() for name in ("recipe.yaml", "run.db", "dimensions")
+    ):
+        return str(folder)
+    return None
+
+
 def resolve_values(
     ds: Dataset | Callable[[], dict[str, list[Value]]],
     *,
@@ -131,7 +143,9 @@ def resolve_values(
             # (`aart values RUN` shows them, as filtered out)
             return r.scoped_values(), f"run {run} (after its scope filters)"
     if recipe:
-        rec = load_recipe(recipe).recipe
+        from ..store.rundir import recipe_at
+
+        rec = recipe_at(recipe).recipe
         vals = {n: list(d.values) for n, d in rec.dimensions.items() if d.values}
         if not vals:
             raise UsageError(
@@ -336,6 +350,8 @@ def evaluate(
     columns: dict[str, Any] = dict(
         text_column=text_column, axis_columns=axis_columns, annotation_columns=annotation_columns
     )
+    if run is None and recipe is None and dimensions is None:
+        run = own_run(dataset)
     values, source = resolve_values(
         lambda: _derived_values(dataset, columns), recipe=recipe, run=run, dimensions=dimensions
     )

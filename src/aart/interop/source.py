@@ -130,10 +130,10 @@ def load_source(
 
 
 def _add_recipe(src: ExportSource, recipe_file: Path, run_dir: Path | None) -> None:
-    from ..recipe import load_recipe
+    from ..store.rundir import recipe_at
 
     try:
-        recipe = load_recipe(recipe_file).recipe
+        recipe = recipe_at(recipe_file).recipe
     except Exception as e:  # the card is still worth writing without the recipe
         log.warning("%s: not read for the dataset card (%s)", recipe_file, e)
         return

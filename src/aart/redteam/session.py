@@ -281,9 +281,9 @@ class AttackSession:
         if self.config.tools:
             return load_tools(self.config.tools)
         if self.config.recipe:
-            from ..recipe import load_recipe
+            from ..store.rundir import recipe_at
 
-            app = load_recipe(self.config.recipe).recipe.application
+            app = recipe_at(self.config.recipe).recipe.application
             declared = getattr(app, "tools", None) or []
             keys = ("name", "description", "parameters", "sensitive")
             plain = [t.model_dump() if hasattr(t, "model_dump") else dict(t) for t in declared]

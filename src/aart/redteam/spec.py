@@ -152,7 +152,7 @@ class AttackSpec(BaseModel):
         unknown = set(args) - set(AttackArgs.__annotations__)
         if unknown:
             raise TypeError(f"unknown attack settings {sorted(unknown)}")
-        from ..recipe import load_recipe
+        from ..store.rundir import recipe_at
 
         flags = {k: v for k, v in args.items() if k in DEFAULTS}
         recipe = args.get("recipe")
@@ -165,7 +165,7 @@ class AttackSpec(BaseModel):
         prices: dict[str, Price] = {}
         from_rec = None
         if recipe is not None:
-            rec = load_recipe(recipe).recipe
+            rec = recipe_at(recipe).recipe
             app_name, policy = rec.application.name, rec.application.policy
             budget = rec.attack.budget if rec.attack.budget is not None else rec.budget
             # the recipe's prices, attack.prices over them

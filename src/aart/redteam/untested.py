@@ -13,9 +13,8 @@ def untested(
     recipe's explicit values that no attacked prompt had (``attacked``: per axis, the values
     of the prompts sent, judged or not); and apart, those of them the scope's filters took
     out on purpose."""
-    from ..recipe import load_recipe
     from ..recipe.filters import apply_filter
-    from ..store.rundir import Run
+    from ..store.rundir import Run, recipe_at
 
     values: dict[str, list[str]] = {}
     kept: dict[str, set[str]] = {}
@@ -30,7 +29,7 @@ def untested(
                     if f is not None:
                         kept[name] = {v.value for v in apply_filter(every, f, s.seed)}
     elif recipe is not None:
-        rec = load_recipe(recipe).recipe
+        rec = recipe_at(recipe).recipe
         values = {n: [v.value for v in d.values] for n, d in rec.dimensions.items() if d.values}
         for n, d in rec.dimensions.items():
             if d.values and n in rec.scope.filters:

@@ -29,7 +29,7 @@ from ..jobs.runner import run_pool
 from ..llm import BudgetExhausted, ModelOptions
 from ..llm.http_status import retry_later
 from ..llm.transport.base import Execution
-from ..recipe import Recipe, load_recipe
+from ..recipe import Recipe
 from ..redteam.jobs import injection_fields, refuse_unsendable_prompt
 from ..redteam.judges import Verdict
 from ..redteam.session import AttackSession
@@ -201,7 +201,9 @@ class SearchSession:
         and the values' aliases) when there is one, else a keyword check of the values."""
         recipe: Recipe | None = None
         if self.spec.recipe is not None:
-            recipe = load_recipe(self.spec.recipe).recipe
+            from ..store.rundir import recipe_at
+
+            recipe = recipe_at(self.spec.recipe).recipe
         values = dict(self.values)
         if recipe is not None:
             # only the archive's axes are checked (a dimension the recipe does not know, by
@@ -432,11 +434,12 @@ class SearchSession:
             )  # fmt: skip
             try:
                 prompt = await self.executor.ask(p.job, MUTATE_STEP, text, p.parent.prompt)
+            except EndpointDown:
+                raise  # every call fails: the search stops, and a re-run resumes
             except ProviderError as e:
-                if retry_later(e):
-                    raise  # down, or retries spent: the search stops, and a re-run retries
-                # the attacker's refusal of this request (a content filter, a 4xx): this
-                # candidate is not made, the search goes on
+                # the attacker's refusal of this request (a content filter, a 4xx), or its
+                # call failing for good (retries spent): this candidate is not made, the
+                # search goes on
                 return self._store(p, {**rec, "rejected": f"attacker failed: {str(e)[:200]}"})
             unusable = None
             if prompt.strip() == p.parent.prompt.strip():
@@ -490,11 +493,14 @@ class SearchSession:
         try:
             out = await strategy.runner.run(ctx, p.job, prompt, strategy)
             out["verdicts"] = {k: v.as_dict() for k, v in out["verdicts"].items()}
+        except EndpointDown:
+            raise  # every call fails: the search stops, and a re-run resumes
         except ProviderError as e:
-            if retry_later(e):
-                raise
-            # the application's unusable answer to this prompt: a query spent, no verdict
-            out = {"response": None, "target_error": str(e)[:300]}
+            # the application's unusable answer to this prompt, or this candidate's call (the
+            # target's or a judge's) failing for good: a query spent, no verdict, and the
+            # search goes on (it stopped at that candidate, and a re-run stopped there again)
+            why = "failed call (retries spent): " if retry_later(e) else ""
+            out = {"response": None, "target_error": why + str(e)[:300]}
         else:
             out.update(await self._preference(p, behaviour, out))
         finally:

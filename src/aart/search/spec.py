@@ -65,13 +65,13 @@ class SearchSpec(BaseModel):
     ) -> SearchSpec:
         """Each setting from its argument (None: not given), else the recipe's ``search:``
         section, else the default; the attack's settings as ``AttackSpec.resolve``."""
-        from ..recipe import load_recipe
+        from ..store.rundir import recipe_at
 
         ds = Path(dataset)
         recipe = attack.get("recipe")
         if recipe is None and (ds.parent / "recipe.yaml").exists():
             recipe = ds.parent / "recipe.yaml"
-        section = load_recipe(recipe).recipe.search if recipe is not None else None
+        section = recipe_at(recipe).recipe.search if recipe is not None else None
 
         def pick_(flag: Any, name: str) -> Any:
             if flag is not None and flag != []:

@@ -335,3 +335,19 @@ def _value_problem(e: ValidationError) -> str:
         return f"unknown key {field!r}; {hint}"
     where = ".".join(map(str, err["loc"])) or "the entry"
     return f"{where}: {err['msg']}"
+
+
+def recipe_at(path: str | Path) -> LoadedRecipe:
+    """A recipe file; a run directory's ``recipe.yaml`` at the size its run was made at
+    (read from its run.db), as the run itself reads it: loaded alone, it was the recipe's full
+    size, so a search checked the small size's prompts with another verifier model and the
+    attack listed values the run never had."""
+    path = Path(path)
+    if path.name == "recipe.yaml" and (path.parent / "run.db").exists():
+        db = RunDB(path.parent / "run.db", lock=False)
+        try:
+            size = db.get_meta("size") or None
+        finally:
+            db.close()
+        return load_recipe(path, size)
+    return load_recipe(path)
