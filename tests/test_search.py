@@ -20,6 +20,7 @@ from search_targets import PROMPTS, WORD, candidates, write_dataset
 import aart.search
 from aart.cli.main import cli
 from aart.data.load import load_dataset
+from aart.errors import UsageError
 from aart.recipe.models import Search
 from aart.search import MUTATIONS
 from aart.search.archive import Archive, Elite, cell_key, grid
@@ -330,6 +331,9 @@ def test_a_target_call_that_fails_for_good_costs_that_candidate_not_the_search(
         c for c in candidates(tmp_path / "out") if "failed call" in (c.get("target_error") or "")
     ]
     assert failed and all("HTTP 502" in c["target_error"] for c in failed)
+    # a smaller budget into the same folder rewrote the reports with fewer candidates
+    with pytest.raises(UsageError, match="at a budget of 10; --budget 6 would rewrite"):
+        aart.search.search(dataset, **{**kw, "budget": 6})
 
 
 def test_a_search_refuses_an_empty_prompt_before_any_call(tmp_path):

@@ -255,7 +255,17 @@ class SearchSession:
                     f"{self.out} holds a search with other settings ({', '.join(differs)}); "
                     "use another --out, or delete it to start over"
                 )
+            before = int(self.db.get_meta("search_budget") or 0)
+            if spec.budget < before:
+                # the same search with a smaller budget stopped earlier in the same order and
+                # wrote its reports over the larger one's, fewer failures in them
+                raise UsageError(
+                    f"{self.out} holds this search at a budget of {before}; --budget "
+                    f"{spec.budget} would rewrite its reports with fewer candidates. Give "
+                    f"--budget {before} or more to go on, another --out, or delete it"
+                )
             self.db.set_meta("search_settings", settings)
+            self.db.set_meta("search_budget", str(spec.budget))
             self.budget = spec.attack.budget(self.db.call_totals())
             self.attack.db = self.db
             self.attack._build(self.db, self.budget)
