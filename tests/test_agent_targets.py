@@ -189,6 +189,21 @@ def test_an_edited_success_criterion_is_judged_again_on_resume(tmp_path):
     assert len(_results(tmp_path / "a")) == 6  # the old verdicts are not listed beside
 
 
+def test_an_injection_regression_set_attacks_again_against_its_baseline(tmp_path):
+    """--baseline of an injection attack was refused ("judged by action, this attack by
+    refusal"), and the fix it offered (--judge action) asked for an LLM named action."""
+    data = write_cases(tmp_path / "cases.jsonl", tools=True)
+    with FakeOpenAIServer() as server:
+        obey_rules(server)
+        kw = dict(target="openai/fake", base_url=server.base_url)
+        aart.attack(data, out=tmp_path / "a", **kw)
+        f = aart.attack(tmp_path / "a" / "failures.jsonl", out=tmp_path / "r",
+                        baseline=tmp_path / "a", **kw)  # fmt: skip
+    c = f.comparison
+    assert f.primary_judge == "action" and c.judge == "action"
+    assert c.compared == 2 and sorted(c.still_failing) == ["c0", "c1"] and not c.fixed
+
+
 def test_context_as_a_document_in_the_prompt(tmp_path):
     data = write_cases(tmp_path / "cases.jsonl")
     with FakeOpenAIServer() as server:

@@ -46,6 +46,7 @@ def read_baseline(previous_dir: Path, judge: str) -> Baseline:
 
 
 def _judge_option(primary: str | None) -> str:
+    # the action check is no --judge: it judges every injection case, whatever --judge says
     return (primary or "refusal").removeprefix("llm:")
 
 

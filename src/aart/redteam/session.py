@@ -119,8 +119,6 @@ class AttackSession:
         unjudged answers), or when an endpoint failed every call and the attack stopped
         (``findings.stopped`` says why): its rate then proves nothing. A spent budget writes
         the partial reports, then is raised."""
-        if self.baseline is not None:  # refused before any call when judged another way
-            read_baseline(self.baseline, judge_name(self.spec.judge))
         self.open()
         spent: BudgetExhausted | None = None
         try:
@@ -155,6 +153,11 @@ class AttackSession:
         # how the calls travel (direct, batch or Ray: one or the other), started in _build
         self.execution = Execution.of(spec.batch, spec.ray)
         self._build(None, spec.budget())
+        if self.baseline is not None:  # refused before any call when judged another way
+            # by the primary judge as built: an injection attack's is the action check, which
+            # --judge does not name (its baseline was refused, "judged by action, this attack
+            # by refusal", and "--judge action" then asked for an LLM named action)
+            read_baseline(self.baseline, self.primary)
         self.out.mkdir(parents=True, exist_ok=True)
         self.db = RunDB(self.out / "run.db", lock="shared")  # other attack workers may join
         try:
