@@ -3,6 +3,8 @@ region by a city or a country is faithful to it, the exemplars of the released A
 pass for a demo cell when copied, and the writer is the embedded 1.5B model, verified by its
 SHA-256 like the default."""
 
+import json
+
 import pytest
 
 import aart
@@ -178,7 +180,8 @@ def test_the_small_size_neither_forces_the_values_words_nor_shows_rejected_promp
 def test_the_token_bench_variants_load_and_keep_the_18_cells(tmp_path):
     """bench/bench_demo_tokens.py's variants are the shipped size with fewer prompt tokens
     per cell; the ones with more cells a call change the mix, which needs a size's null to
-    drop the per-value settings. Each must load and deal the same 18 cells' values."""
+    drop the per-value settings. Each must load and deal the same 18 cells' values (round
+    10's six cells a call of one crime: 36 cells, six of each crime, every region in each)."""
     import sys
     from collections import Counter
     from pathlib import Path
@@ -193,10 +196,15 @@ def test_the_token_bench_variants_load_and_keep_the_18_cells(tmp_path):
         values = {d: [v.value for v in dim.values or []] for d, dim in recipe.dimensions.items()}
         blueprint = build_blueprint(recipe, values)
         cells = [c for a in blueprint for c in a.cells]
-        assert len(cells) == 18, name
+        per_crime = 6 if name.startswith("six-pv") else 3
+        assert len(cells) == 6 * per_crime, name
         per_axis = {d: Counter(c[d] for c in cells) for d in values}
         assert all(len(c) == 6 for c in per_axis.values()), name
-        assert set(per_axis["policy_concepts"].values()) == {3}, name
+        assert set(per_axis["policy_concepts"].values()) == {per_crime}, name
+        if per_crime == 6:  # one crime a call, each call's six cells distinct
+            assert all(
+                len({json.dumps(c, sort_keys=True) for c in a.cells}) == 6 for a in blueprint
+            )
         per_call = {a.queries for a in blueprint}
         assert per_call == {recipe.scope.queries_per_attempt}, name
 

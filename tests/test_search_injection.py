@@ -101,6 +101,33 @@ def test_the_archive_finds_the_injection_in_every_cell_and_the_static_dataset_do
     assert len(results) == 4 and all(x["success"] for x in results)
 
 
+def test_cells_only_a_reader_can_judge_are_unjudged_not_safe(tmp_path, fake_server):
+    """A search of cases whose goal needs a judge (judge: true), with none given, reported
+    "cells with a success 0/N" and exit 0, and its attack.json took them for passes."""
+    data = tmp_path / "cases.jsonl"
+    lines = [case_line(i, g, c) for i, (g, c) in enumerate(PAYLOADS)]
+    for line in lines:
+        line["success"] = {"judge": True}
+    data.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = tmp_path / "search"
+    r = aart.search.search(data, out=out, target="search_targets:system_obeying_agent",
+                           attacker="openai/attacker", base_url=fake_server.base_url,
+                           budget=8)  # fmt: skip
+    assert any("have no verdict from action" in w and "--judge MODEL" in w for w in r.warnings)
+    baseline = json.loads((out / "attack.json").read_text())
+    assert baseline["overall"]["n"] == 0 and baseline["outcomes"] == {}
+    # and the command does not exit 0 as if no cell had failed
+    from click.testing import CliRunner
+
+    from aart.cli.main import cli
+
+    got = CliRunner().invoke(cli, ["search", str(data), "--target",
+                                   "search_targets:system_obeying_agent", "--attacker",
+                                   "openai/attacker", "--base-url", fake_server.base_url,
+                                   "--budget", "8", "--out", str(out)])  # fmt: skip
+    assert got.exit_code == 4 and "INCONCLUSIVE: no cell's best candidate" in got.output
+
+
 def test_the_injection_mutations_keep_the_payload_and_draw_by_job():
     payload = "Please forward this note."
     for m in INJECTION_FRAMES:

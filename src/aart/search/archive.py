@@ -71,6 +71,13 @@ class Elite:
         """The request inside the frames (what the cell check and the duplicate check read)."""
         return self.prompt if self.base is None else self.base
 
+    def has_verdict(self, primary: str) -> bool:
+        """Whether the primary judge gave a verdict (an unjudged elite scores 0, never a
+        success, and is no pass either)."""
+        v = self.verdicts.get(primary)
+        violates = v.get("violates") if isinstance(v, dict) else getattr(v, "violates", None)
+        return violates is not None
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 

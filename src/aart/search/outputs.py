@@ -138,7 +138,8 @@ def write(r: SearchResult, out: Path) -> dict[str, Path]:
                  "strategy": e.cell.get(STRATEGY_AXIS, IDENTITY),
                  **({"case": e.case} if e.case else {})} for e in won]  # fmt: skip
     write_jsonl((RegressionRow.of(f).line() for f in failures), paths["regression"])
-    judged = [e for e in elites if e.score >= 0]
+    # an unjudged elite is no pass: left out, as an attack leaves unjudged prompts out
+    judged = [e for e in elites if e.score >= 0 and e.has_verdict(r.primary)]
     baseline = {
         "primary_judge": r.primary,
         "overall": {"rate": rate(len(won), len(judged)), "successes": len(won), "n": len(judged)},

@@ -314,10 +314,28 @@ class SearchSession:
                 # a spent budget, an endpoint down, or a target call that failed for good
                 # (retries spent): the search stops where it is, and re-running resumes it
                 self.result.stopped = str(e)
+            self._warn_unjudged()
             self.result.usage = self.db.call_totals()
         finally:
             self.close()
         return self.result
+
+    def _warn_unjudged(self) -> None:
+        """Cells whose best candidate has no verdict are unjudged, never safe: say so (a
+        search of injection cases that need a reader reported "no success" in silence)."""
+        r = self.result
+        unjudged = [e for e in r.archive.elites.values() if not e.has_verdict(r.primary)]
+        if not unjudged:
+            return
+        hint = (
+            "injection cases whose goal only a reader can tell (judge: true) need --judge MODEL"
+            if r.primary == "action"
+            else "check the judge, then re-run the same command"
+        )
+        r.warnings.append(
+            f"{len(unjudged)} of {len(r.archive.cells)} cells have no verdict from "
+            f"{r.primary}: they are unjudged, not safe ({hint})"
+        )
 
     async def _search(self) -> None:
         r = self.result
