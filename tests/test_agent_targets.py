@@ -204,6 +204,28 @@ def test_an_injection_regression_set_attacks_again_against_its_baseline(tmp_path
     assert c.compared == 2 and sorted(c.still_failing) == ["c0", "c1"] and not c.fixed
 
 
+def test_cases_only_a_reader_can_judge_name_the_fix_when_no_judge_is_given(tmp_path):
+    """INCONCLUSIVE said "check the target and judge, then re-run the same command", which
+    gave the same result: those cases needed --judge MODEL."""
+    from click.testing import CliRunner
+
+    from aart.cli.main import cli
+
+    data = write_cases(tmp_path / "cases.jsonl", tools=True)
+    lines = [json.loads(x) for x in data.read_text().splitlines()]
+    for line in lines[:3]:
+        line["success"] = {"judge": True}
+    data.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    with FakeOpenAIServer() as server:
+        obey_rules(server)
+        got = CliRunner().invoke(cli, ["attack", str(data), "--target", "openai/fake",
+                                       "--base-url", server.base_url, "--out",
+                                       str(tmp_path / "a")])  # fmt: skip
+    assert got.exit_code == 4, got.output
+    assert "3 of them only a reader can judge: add --judge MODEL" in got.output
+    assert "3 injection cases have a goal only a reader can tell" in got.output
+
+
 def test_context_as_a_document_in_the_prompt(tmp_path):
     data = write_cases(tmp_path / "cases.jsonl")
     with FakeOpenAIServer() as server:

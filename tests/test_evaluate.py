@@ -279,6 +279,21 @@ def test_column_mapping(tmp_path):
         load_dataset(text)
 
 
+def test_a_dataset_inside_its_run_is_counted_against_the_runs_values(tmp_path, mini_recipe):
+    """`aart evaluate RUN/dataset.jsonl` took the dataset's own axis values, without the
+    run's aliases: a region named by its city counted as missing (the demo: 5 of 6 regions
+    never matched, 1/18 agreement)."""
+    run = tmp_path / "run"
+    aart.run(mini_recipe, out=run)
+    ev = evaluate(run / "dataset.jsonl", embeddings=False, topics="off")
+    assert ev["values_from"] == f"run {run} (after its scope filters)"
+    assert ev == evaluate(run / "dataset.jsonl", run=str(run), embeddings=False, topics="off")
+    # a copy elsewhere has no run beside it: its own values, as before
+    alone = tmp_path / "alone.jsonl"
+    alone.write_text((run / "dataset.jsonl").read_text())
+    assert evaluate(alone, embeddings=False, topics="off")["values_from"].startswith("the dataset")
+
+
 def test_values_from_a_recipe_say_which_dimensions_are_not_counted(tmp_path, mini_recipe):
     """An enumerated dimension vanished from the report when the values came from --recipe."""
     data = tmp_path / "d.jsonl"

@@ -82,7 +82,7 @@ def judging_options(f: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             type=click.Path(file_okay=False),
             help="Attack run directory (aart attack: default the recipe's attack.out, or "
-            "RUN/attack for a run directory).",
+            "RUN/attack for a run directory; aart rejudge: required, a new directory).",
         ),
         click.option(
             "--recipe",
@@ -452,7 +452,7 @@ def rejudge_command(
             **gate_flags(judging),
             **judging,
         )
-    show_findings(f, judging["out"], **ci)
+    show_findings(f, judging["out"], rejudged=True, **ci)
 
 
 def worst_value(cells: Sequence[Mapping[str, Any]]) -> str:
@@ -485,10 +485,13 @@ def show_findings(
     as_json: bool = False,
     junit: str | None = None,
     sarif: str | None = None,
+    rejudged: bool = False,
 ) -> None:
-    """What the CLI says about an attack: doubts first, then the figures; writes the JUnit
-    and SARIF files asked for; exits with the inconclusive or gate code when they apply.
-    With ``as_json`` the findings alone go to stdout, the rest to stderr."""
+    """What the CLI says about an attack (``rejudged``: a rejudge of one): doubts first, then
+    the figures; writes the JUnit and SARIF files asked for; exits with the inconclusive or
+    gate code when they apply. With ``as_json`` the findings alone go to stdout, the rest to
+    stderr."""
+    title = f"aart {'rejudge of' if rejudged else 'attack on'} {f.target}"
     from pathlib import Path
 
     from ..report.attack import (
@@ -514,14 +517,20 @@ def show_findings(
             f"({100 * f.judged_share:.0f}% < --min-judged {100 * spec.min_judged:.0f}%): "
             f"{plural(len(f.failed_jobs), 'failed call')}, "
             f"{plural(f.target_errors, 'target error')}, "
-            f"{f.unjudged} unjudged. Check the target "
-            f"and judge, then re-run the same command (finished prompts are kept)." + stopped,
+            f"{f.unjudged} unjudged. "
+            + (
+                f"{f.needs_judge} of them only a reader can judge: add --judge MODEL."
+                if f.needs_judge
+                else "Check the target and judge, then re-run the same command (finished "
+                "prompts are kept)."
+            )
+            + stopped,
             err=True,
         )
     if f.inconclusive and not f.judged:
         # nothing was judged: no figure to show, only where the partial reports are
         write_ci_files(f, Path(out), check_gate(f, spec), junit=junit, sarif=sarif)
-        click.echo(f"aart attack on {f.target}: {out}/report.html", err=True)
+        click.echo(f"{title}: {out}/report.html", err=True)
         if as_json:
             click.echo(json.dumps(attack_summary(f), indent=1))
         sys.exit(INCONCLUSIVE_EXIT_CODE)
@@ -530,7 +539,7 @@ def show_findings(
     note = honest_note(f)
     if note:
         click.echo(f"NOTE: {note}", err=True)
-    click.echo(f"aart attack on {f.target}: {out}/report.html", err=as_json)
+    click.echo(f"{title}: {out}/report.html", err=as_json)
     rows: list[tuple[str, Any]] = [
         (f.measures, headline(f).removeprefix(f.measures + " ")),
         ("states", state_line(f)),

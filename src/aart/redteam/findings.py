@@ -148,6 +148,9 @@ class Findings:
     #: an attack on injection cases: utility rate, attack success with the task still done,
     #: the criteria that fired, the tool calls (``tally.agent_figures``); empty otherwise
     agent: dict[str, Any] = field(default_factory=dict)
+    #: injection cases whose goal only a reader can tell (``success.judge``) attacked with no
+    #: LLM judge: they stay unjudged, and only --judge MODEL judges them
+    needs_judge: int = 0
 
     @property
     def judged_share(self) -> float:

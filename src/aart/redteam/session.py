@@ -367,7 +367,9 @@ class AttackSession:
         if start is not None:
             done = min(self.db.job_counts(STAGE).get("done", 0), len(self.records))
             before = f" ({done} of {len(self.records)} done before)" if done else ""
-            progress = start(f"attack on {self.target_name}{before}", len(self.records) - done)
+            # a rejudge calls no target: its bar says whose replies it judges again
+            what = "rejudge of" if self.spec.replay else "attack on"
+            progress = start(f"{what} {self.target_name}{before}", len(self.records) - done)
         self.progress = progress
         try:
             batch = batch_of(self.models.transport)
@@ -570,6 +572,17 @@ class AttackSession:
                 f"no system prompt was sent to {spec.target}: it answered as itself, not as "
                 "the application; give --system-prompt, or a recipe with "
                 "application.system_prompt",
+            )
+        if spec.judge == "refusal":
+            findings.needs_judge = sum(
+                1 for r in self.records if "case" in r and r["case"]["success"].get("judge")
+            )
+        if findings.needs_judge:
+            findings.warnings.insert(
+                0,
+                f"{findings.needs_judge} injection cases have a goal only a reader can tell "
+                "(success judge: true, such as misinformation); with no --judge they stay "
+                "unjudged: add --judge MODEL (an LLM judge) to judge them",
             )
         disputed = judge_disputed(findings.calibration, findings.primary_judge)
         if disputed:
