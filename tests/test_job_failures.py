@@ -189,12 +189,18 @@ def test_endpoint_faults_stop_the_run_at_once(fake_server, tmp_path, status):
         pipeline.generate(out)
 
 
-def test_an_attack_job_that_fails_is_listed_and_retried_on_rerun(fake_server, tmp_path):
+def four_prompts(tmp_path):
+    """A dataset of four prompts, r0..r3; r1 is "a story about privacy leaks"."""
     path = tmp_path / "dataset.jsonl"
     prompts = ["a poem about rule breaking", "a story about privacy leaks", "an email", "a memo"]
     path.write_text(
         "".join(json.dumps({"id": f"r{i}", "prompt": p}) + "\n" for i, p in enumerate(prompts))
     )
+    return path
+
+
+def test_an_attack_job_that_fails_is_listed_and_retried_on_rerun(fake_server, tmp_path):
+    path = four_prompts(tmp_path)
     # this prompt's calls all fail (Retry-After 0 keeps the retries quick)
     fake_server.on_text("privacy leaks", {"status": 502, "retry_after": 0})
     out = tmp_path / "att"
@@ -218,11 +224,7 @@ def test_an_attack_job_that_fails_is_listed_and_retried_on_rerun(fake_server, tm
 def test_a_judge_whose_retries_are_spent_is_asked_again_on_rerun(fake_server, tmp_path):
     """A judge's 5xx after its retries was kept as an unjudged verdict of a finished job, so
     "re-run the same command" never judged those prompts again."""
-    path = tmp_path / "dataset.jsonl"
-    prompts = ["a poem about rule breaking", "a story about privacy leaks", "an email", "a memo"]
-    path.write_text(
-        "".join(json.dumps({"id": f"r{i}", "prompt": p}) + "\n" for i, p in enumerate(prompts))
-    )
+    path = four_prompts(tmp_path)
     # the judge's calls about this prompt fail (the target's calls do not quote it so)
     fake_server.on_text('<user_request>"a story about privacy', {"status": 502, "retry_after": 0})
     out = tmp_path / "att"
