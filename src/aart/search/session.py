@@ -311,8 +311,9 @@ class SearchSession:
             try:
                 asyncio.run(self._search())
             except (EndpointDown, BudgetExhausted, ProviderError) as e:
-                # a spent budget, an endpoint down, or a target call that failed for good
-                # (retries spent): the search stops where it is, and re-running resumes it
+                # a spent budget or an endpoint down (one candidate's call that failed for
+                # good costs that candidate only): the search stops where it is, and
+                # re-running resumes it
                 self.result.stopped = str(e)
             self._warn_unjudged()
             self.result.usage = self.db.call_totals()
