@@ -150,8 +150,7 @@ def search_command(
             f"EMPTY: no candidate got a reply from the target{why}; nothing was judged", err=True
         )
         sys.exit(INCONCLUSIVE_EXIT_CODE)
-    elites = list(result.archive.elites.values())
-    if elites and not any(e.has_verdict(result.primary) for e in elites):
+    if result.unjudged and result.unjudged == len(result.archive.elites):
         # every cell unjudged is no "0 cells with a success"
         click.echo(
             f"INCONCLUSIVE: no cell's best candidate has a verdict from {result.primary} "

@@ -44,6 +44,15 @@ def resolve_recipe_path(name_or_path: str | Path) -> Path:
     )
 
 
+def key_locations(node: yaml.Node | None) -> dict[KeyPath, tuple[int, int]]:
+    """(line, column) of every key path of a composed YAML document (a recipe's, a dimension
+    file's), for errors that name where the mistake is."""
+    out: dict[KeyPath, tuple[int, int]] = {}
+    if node is not None:
+        _locations(node, (), out)
+    return out
+
+
 def _locations(node: yaml.Node, path: KeyPath, out: dict[KeyPath, tuple[int, int]]) -> None:
     out[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
     if isinstance(node, yaml.MappingNode):
@@ -265,9 +274,7 @@ def load_recipe(name_or_path: str | Path, size: str | None = None) -> LoadedReci
         ) from None
     # bounded: a shared recipe's aliases or nesting must not exhaust memory or the stack
     node, data = load_bounded(text, str(path))
-    locations: dict[KeyPath, tuple[int, int]] = {}
-    if node is not None:
-        _locations(node, (), locations)
+    locations = key_locations(node)
     if not isinstance(data, dict):
         raise RecipeError(
             "a recipe is a YAML mapping", file=str(path), line=1, fix="start with `name: ...`"

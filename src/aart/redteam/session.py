@@ -230,16 +230,21 @@ class AttackSession:
             self.primary = judge.name
         injected = any("case" in r for r in self.records)
         goal_judge = None
+        #: injection cases whose goal only a reader can tell, with no LLM judge to read them
+        self.needs_judge = 0
         if injected:
             # an injection's success is decided on what the target did, not on its words
             self.judges.append(ActionJudge())
             self.primary = ActionJudge.name
-            if config.judge != "refusal" and any(
-                r["case"]["success"].get("judge") for r in self.records if "case" in r
-            ):
+            readers = sum(
+                1 for r in self.records if "case" in r and r["case"]["success"].get("judge")
+            )
+            if config.judge != "refusal" and readers:
                 kind, _, model = config.judge.partition(":")
                 spec = model if kind in RUBRIC_JUDGES and model else config.judge
                 goal_judge = GoalJudge(self.models.model(spec, judge_options))
+            elif config.judge == "refusal":
+                self.needs_judge = readers
             if not config.replay and not getattr(self.target.api, "takes_tools", False):
                 raise ConfigError(
                     f"{config.dataset} holds injection cases, and the target {config.target} "
@@ -573,10 +578,7 @@ class AttackSession:
                 "the application; give --system-prompt, or a recipe with "
                 "application.system_prompt",
             )
-        if spec.judge == "refusal":
-            findings.needs_judge = sum(
-                1 for r in self.records if "case" in r and r["case"]["success"].get("judge")
-            )
+        findings.needs_judge = self.needs_judge
         if findings.needs_judge:
             findings.warnings.insert(
                 0,

@@ -108,6 +108,8 @@ class SearchResult:
     #: target queries the target answered with an error, or with an empty reply
     target_errors: int = 0
     empty_replies: int = 0
+    #: cells whose best candidate has no verdict from the primary judge (unjudged, not safe)
+    unjudged: int = 0
 
     @property
     def finished(self) -> bool:
@@ -325,8 +327,8 @@ class SearchSession:
         """Cells whose best candidate has no verdict are unjudged, never safe: say so (a
         search of injection cases that need a reader reported "no success" in silence)."""
         r = self.result
-        unjudged = [e for e in r.archive.elites.values() if not e.has_verdict(r.primary)]
-        if not unjudged:
+        r.unjudged = sum(1 for e in r.archive.elites.values() if not e.has_verdict(r.primary))
+        if not r.unjudged:
             return
         hint = (
             "injection cases whose goal only a reader can tell (judge: true) need --judge MODEL"
@@ -334,7 +336,7 @@ class SearchSession:
             else "check the judge, then re-run the same command"
         )
         r.warnings.append(
-            f"{len(unjudged)} of {len(r.archive.cells)} cells have no verdict from "
+            f"{r.unjudged} of {len(r.archive.cells)} cells have no verdict from "
             f"{r.primary}: they are unjudged, not safe ({hint})"
         )
 

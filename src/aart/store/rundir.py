@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from ..errors import UsageError
 from ..recipe import LoadedRecipe, Recipe, Value, load_recipe
 from ..recipe.filters import apply_filter
-from ..recipe.loader import recipe_differences
+from ..recipe.loader import key_locations, recipe_differences
 from ..types import Attempt
 from .db import RunDB
 from .lock import DirLock, dir_lock
@@ -312,14 +312,8 @@ class Run:
 
 def _item_line(text: str, i: int) -> int | str:
     """The line of the ``i``-th item of a dimension file's ``values:`` ("?" if not found)."""
-    try:
-        root = yaml.compose(text)
-        for key, node in root.value if root is not None else []:
-            if key.value == "values":
-                return int(node.value[i].start_mark.line) + 1
-    except (yaml.YAMLError, AttributeError, IndexError, TypeError):
-        pass
-    return "?"
+    line = key_locations(yaml.compose(text)).get(("values", i))
+    return line[0] if line else "?"
 
 
 def _value_problem(e: ValidationError) -> str:
